@@ -1,0 +1,52 @@
+"""Errors raised by the agent package.
+
+    LessonloopError                 base of everything we raise on purpose
+    ├── ConfigurationError          the user must fix settings, paths or a task directory
+    │   ├── TaskFormatError         a task directory does not follow the task format
+    │   └── ModelFileError          the GGUF is missing or its sha256 does not match
+    ├── BackendError                an LLM backend or the sandbox failed; retry or fix the service
+    │   └── SandboxError            the sandbox itself could not run (not the candidate's fault)
+    └── ModelOutputError            the model answered, but not in the shape we asked for
+        └── StructuredOutputError   JSON-schema output still invalid after the repair attempt
+
+Failures caused by the model become feedback inside the loop; our own bugs propagate.
+"""
+
+from __future__ import annotations
+
+
+class LessonloopError(Exception):
+    """Base class for every error lessonloop raises on purpose."""
+
+
+class ConfigurationError(LessonloopError):
+    """Settings, paths or inputs the user has to fix."""
+
+
+class TaskFormatError(ConfigurationError):
+    """A task directory does not follow the task format (task.toml + workspace/)."""
+
+
+class ModelFileError(ConfigurationError):
+    """The model file is missing, incomplete, or fails hash verification."""
+
+
+class BackendError(LessonloopError):
+    """An LLM backend (server, library) failed to answer."""
+
+
+class SandboxError(BackendError):
+    """The sandbox could not run a check (our environment, not the candidate)."""
+
+
+class ModelOutputError(LessonloopError):
+    """The model answered in a shape we cannot use."""
+
+
+class StructuredOutputError(ModelOutputError):
+    """Structured (JSON-schema) output stayed invalid after one repair attempt."""
+
+    def __init__(self, message: str, *, raw: str, schema_name: str) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.schema_name = schema_name

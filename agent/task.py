@@ -1,0 +1,69 @@
+"""A task in the task format: a directory with task.toml, workspace/ and checker files."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent.errors import TaskFormatError
+
+
+class Task(BaseModel):
+    """What to do, which files to write, and how the result is checked."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    goal: str
+    output: tuple[str, ...] = ()
+    check: str | None = None
+    timeout_s: float = Field(default=60.0, gt=0)
+    tags: tuple[str, ...] = ()
+    scope: str = "default"
+    # Directory holding task.toml and checker files (TASK_DIR for the check command).
+    task_dir: Path | None = None
+
+    @property
+    def workspace(self) -> Path | None:
+        if self.task_dir is None:
+            return None
+        ws = self.task_dir / "workspace"
+        return ws if ws.is_dir() else None
+
+    def workspace_files(self, max_bytes: int = 2_000) -> dict[str, str]:
+        """Text previews of workspace files, as the generator may see them."""
+        previews: dict[str, str] = {}
+        if self.workspace is None:
+            return previews
+        for path in sorted(self.workspace.rglob("*")):
+            if path.is_file():
+                raw = path.read_bytes()[:max_bytes]
+                previews[str(path.relative_to(self.workspace))] = raw.decode(
+                    "utf-8", errors="replace"
+                )
+        return previews
+
+
+_ALLOWED_KEYS = {"goal", "output", "check", "timeout_s", "tags", "scope", "id"}
+
+
+def load_task(task_dir: Path | str) -> Task:
+    """Read a task directory; a malformed one is a TaskFormatError naming the problem."""
+    root = Path(task_dir).resolve()
+    toml_path = root / "task.toml"
+    if not toml_path.is_file():
+        raise TaskFormatError(f"{root}: no task.toml (expected the task format, see README)")
+    try:
+        data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskFormatError(f"{toml_path}: invalid TOML: {exc}") from exc
+    unknown = set(data) - _ALLOWED_KEYS
+    if unknown:
+        raise TaskFormatError(f"{toml_path}: unknown keys {sorted(unknown)}")
+    data.setdefault("id", root.name)
+    try:
+        return Task(task_dir=root, **data)
+    except ValidationError as exc:
+        raise TaskFormatError(f"{toml_path}: {exc}") from exc
