@@ -14,6 +14,11 @@ Failures caused by the model become feedback inside the loop; our own bugs propa
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent.llm.base import Usage
+
 
 class LessonloopError(Exception):
     """Base class for every error lessonloop raises on purpose."""
@@ -46,7 +51,11 @@ class ModelOutputError(LessonloopError):
 class StructuredOutputError(ModelOutputError):
     """Structured (JSON-schema) output stayed invalid after one repair attempt."""
 
-    def __init__(self, message: str, *, raw: str, schema_name: str) -> None:
+    def __init__(
+        self, message: str, *, raw: str, schema_name: str, usage: Usage | None = None
+    ) -> None:
         super().__init__(message)
         self.raw = raw
         self.schema_name = schema_name
+        # Tokens spent on the failed attempts still count in the run's usage.
+        self.usage = usage
