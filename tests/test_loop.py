@@ -1,0 +1,205 @@
+"""The loop's stop conditions and reflection inputs, with a scripted LLM and the real sandbox."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from agent.llm.scripted import ScriptedLLM
+from agent.loop import LoopConfig, LoopEvent, ReflectiveAgent
+from agent.sandbox import Limits, Sandbox
+from memory.types import Lesson, LessonQuery, NullRecall, RecallStage, ScoredLesson
+from tests.helpers import CRASH, CRITIC, GEN, GOOD, REFINE, WRONG, code, critique, fix, make_task
+
+
+def agent_for(llm: ScriptedLLM, tmp_path: Path, **config: object) -> ReflectiveAgent:
+    return ReflectiveAgent(
+        llm,
+        recall=NullRecall(),
+        sandbox=Sandbox(Limits(cpu_s=10)),
+        config=LoopConfig(**config),  # type: ignore[arg-type]
+        runs_dir=tmp_path / "runs",
+    )
+
+
+def test_passes_in_first_round_without_reflection(tmp_path: Path) -> None:
+    llm = ScriptedLLM.by_system({GEN: [code(GOOD)]})
+    result = agent_for(llm, tmp_path).run(make_task(tmp_path))
+    assert result.passed and result.stop_reason == "passed"
+    assert [r.feedback.kind for r in result.rounds] == ["success"]
+    assert len(llm.calls) == 1  # no critic when the task has its own check (critic="auto")
+
+
+def test_runtime_error_is_reflected_and_fixed(tmp_path: Path) -> None:
+    llm = ScriptedLLM.by_system({GEN: [code(CRASH)], REFINE: [fix(GOOD, "use the right key")]})
+    events: list[LoopEvent] = []
+    agent = agent_for(llm, tmp_path)
+    agent.observer = events.append
+    result = agent.run(make_task(tmp_path))
+    assert result.passed and len(result.rounds) == 2
+    assert result.rounds[0].feedback.kind == "runtime_error"
+    refiner_prompt = llm.calls[1].messages[-1].content
+    assert "KeyError" in refiner_prompt and "x = {}['missing']" in refiner_prompt
+    assert "Fixes already tried" not in refiner_prompt
+    assert result.usage.calls == 2 and result.usage.total_tokens > 0
+    assert {e.kind for e in events} >= {"generated", "checked", "stopped"}
+    assert (tmp_path / "runs" / result.run_id / "round-1.log").is_file()
+
+
+def test_max_rounds_returns_best_candidate_and_unresolved(tmp_path: Path) -> None:
+    # round 1: wrong value (ran), round 2: syntax error (worse), round 3: crash -> best is 1
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(WRONG)], REFINE: [fix("def broken(:\n  pass", "a"), fix(CRASH, "b")]}
+    )
+    result = agent_for(llm, tmp_path, max_rounds=3).run(make_task(tmp_path))
+    assert not result.passed and result.stop_reason == "max_rounds"
+    kinds = [r.feedback.kind for r in result.rounds]
+    assert kinds == ["check_failed", "syntax_error", "runtime_error"]
+    assert result.best_round == 1 and result.best.files["solution.py"] == WRONG
+    assert result.unresolved and "expected 42" in " ".join(result.unresolved)
+
+
+def test_same_failure_twice_is_a_stall(tmp_path: Path) -> None:
+    other_wrong = WRONG.replace("41", "41 ")  # different code, same failure
+    llm = ScriptedLLM.by_system({GEN: [code(WRONG)], REFINE: [fix(other_wrong)]})
+    result = agent_for(llm, tmp_path, max_rounds=5).run(make_task(tmp_path))
+    assert result.stop_reason == "stall" and len(result.rounds) == 2
+
+
+def test_repeated_answer_is_resampled_hotter_then_stalls(tmp_path: Path) -> None:
+    llm = ScriptedLLM.by_system({GEN: [code(WRONG)], REFINE: [fix(WRONG)] * 3})
+    result = agent_for(llm, tmp_path, max_rounds=5, resample_attempts=2).run(make_task(tmp_path))
+    assert result.stop_reason == "stall" and len(result.rounds) == 1
+    refine_temps = [c.temperature for c in llm.calls if REFINE in c.system]
+    assert refine_temps == [0.0, 0.8, 0.8]
+
+
+def test_resample_that_changes_the_answer_continues(tmp_path: Path) -> None:
+    llm = ScriptedLLM.by_system({GEN: [code(WRONG)], REFINE: [fix(WRONG), fix(GOOD)]})
+    result = agent_for(llm, tmp_path).run(make_task(tmp_path))
+    assert result.passed and result.rounds[1].resamples == 1
+
+
+def test_fixes_already_tried_reach_the_next_reflection(tmp_path: Path) -> None:
+    third = WRONG.replace("41", "40")
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(CRASH)], REFINE: [fix(WRONG, "switch to get()"), fix(third, "other")]}
+    )
+    agent_for(llm, tmp_path, max_rounds=3).run(make_task(tmp_path))
+    second_refine = [c for c in llm.calls if REFINE in c.system][1].messages[-1].content
+    assert "Fixes already tried" in second_refine and "switch to get()" in second_refine
+
+
+def test_critic_only_task_stops_at_score_threshold(tmp_path: Path) -> None:
+    task = make_task(tmp_path, check=None, output=(), goal="Plan a 3-day trip")
+    llm = ScriptedLLM.by_system(
+        {GEN: ["Day 1..."], CRITIC: [critique(False, 8, "decent", ("day 3 is thin",))]}
+    )
+    result = agent_for(llm, tmp_path, score_threshold=8).run(task)
+    assert result.stop_reason == "score_threshold" and not result.passed
+    assert result.unresolved == ("day 3 is thin",)
+
+
+def test_no_major_gaps_but_is_not_a_pass(tmp_path: Path) -> None:
+    task = make_task(tmp_path, check=None, output=(), goal="Plan a 3-day trip with budgets")
+    llm = ScriptedLLM.by_system(
+        {
+            GEN: ["Day 1 ($100), Day 2 ($80), Day 3"],
+            CRITIC: [
+                critique(True, 7, "No major gaps, but the budget for day 3 is missing."),
+                critique(True, 9, "Complete.", ("None",)),
+            ],
+            REFINE: ["Phenomenon: day 3 budget\nRoot cause: x\nFix: add it\nANSWER: D1 $100, D2 $80, D3 $90"],
+        }
+    )
+    result = agent_for(llm, tmp_path).run(task)
+    assert result.rounds[0].feedback.kind == "critic_rejected"
+    assert "budget for day 3 is missing" in result.rounds[0].feedback.issues[0]
+    assert result.passed and result.best.text == "D1 $100, D2 $80, D3 $90"
+
+
+def test_unreadable_critic_is_a_failed_check_not_a_pass(tmp_path: Path) -> None:
+    task = make_task(tmp_path, check=None, output=(), goal="Say hi")
+    llm = ScriptedLLM.by_system({GEN: ["hi"], CRITIC: ["looks great!", "still prose"]})
+    result = agent_for(llm, tmp_path).run(task)
+    assert not result.passed and result.stop_reason == "no_actionable_issue"
+    assert result.rounds[0].feedback.kind == "critic_rejected"
+    assert result.usage.calls == 3  # generator + critic + its one repair attempt
+
+
+def test_passing_candidate_is_not_rewritten_without_evidence(tmp_path: Path) -> None:
+    llm = ScriptedLLM.by_system({GEN: [code(GOOD)], CRITIC: [critique(False, 5, "meh")]})
+    result = agent_for(llm, tmp_path, critic="always").run(make_task(tmp_path))
+    assert result.stop_reason == "no_actionable_issue"
+    assert not any(REFINE in c.system for c in llm.calls)
+    assert [c.stage for c in result.rounds[0].checks] == ["execution", "critic"]
+
+
+def test_critic_issue_after_passing_check_keeps_behaviour_in_prompt(tmp_path: Path) -> None:
+    llm = ScriptedLLM.by_system(
+        {
+            GEN: [code(GOOD)],
+            CRITIC: [critique(False, 6, "", ("no docstring",)), critique(True, 9, "ok")],
+            REFINE: [fix('"""Writes 42."""\n' + GOOD, "add a docstring")],
+        }
+    )
+    result = agent_for(llm, tmp_path, critic="always").run(make_task(tmp_path))
+    assert result.passed and len(result.rounds) == 2
+    refine_prompt = next(c for c in llm.calls if REFINE in c.system).messages[-1].content
+    assert "already passes the automatic checks" in refine_prompt
+
+
+def test_missing_output_file_is_caught_by_rule_check_before_execution(tmp_path: Path) -> None:
+    llm = ScriptedLLM.by_system({GEN: ["I would write the file like this."], REFINE: [fix(GOOD)]})
+    result = agent_for(llm, tmp_path).run(make_task(tmp_path))
+    assert result.rounds[0].checks[0].stage == "rule"
+    assert result.rounds[0].feedback.summary == "output file solution.py is missing"
+    assert result.passed
+
+
+class _OneLessonRecall:
+    """A Recall that always knows one lesson and records what the loop reports."""
+
+    def __init__(self) -> None:
+        now = datetime.now(UTC)
+        self.lesson = Lesson(
+            id="L1", scope="default", error_type="KeyError", symptom="KeyError on a dict",
+            root_cause="assumed key exists", fix="use .get with a default",
+            created_at=now, updated_at=now,
+        )
+        self.queries: list[LessonQuery] = []
+        self.used: list[tuple[str, str, tuple[str, ...]]] = []
+
+    def recall(self, query: LessonQuery) -> Sequence[ScoredLesson]:
+        self.queries.append(query)
+        return [ScoredLesson(lesson=self.lesson, similarity=0.8, score=0.8)]
+
+    def report_use(self, run_id: str, stage: RecallStage, lesson_ids: Sequence[str]) -> None:
+        self.used.append((run_id, stage, tuple(lesson_ids)))
+
+
+def test_recall_seeds_generation_and_reflection(tmp_path: Path) -> None:
+    recall = _OneLessonRecall()
+    llm = ScriptedLLM.by_system({GEN: [code(CRASH)], REFINE: [fix(GOOD)]})
+    agent = ReflectiveAgent(
+        llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), runs_dir=None
+    )
+    result = agent.run(make_task(tmp_path), run_id="run-1")
+    assert [q.stage for q in recall.queries] == ["seed", "reflection"]
+    assert "KeyError" in recall.queries[1].error_types
+    assert recall.used == [("run-1", "seed", ("L1",)), ("run-1", "reflection", ("L1",))]
+    assert "use .get with a default" in llm.calls[0].messages[-1].content
+    assert "use .get with a default" in llm.calls[1].messages[-1].content
+    assert result.recalled_lesson_ids == ("L1",)
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_max_rounds_bound_is_exact(tmp_path: Path, rounds: int) -> None:
+    wrongs = [WRONG.replace("41", str(n)) for n in range(10)]
+    llm = ScriptedLLM.by_system({GEN: [code(wrongs[0])], REFINE: [fix(w) for w in wrongs[1:]]})
+    task = make_task(tmp_path, checker="import json,sys; v=json.load(open('out.json')); sys.exit(f'got {v}' if v!=42 else 0)")
+    result = agent_for(llm, tmp_path, max_rounds=rounds).run(task)
+    assert len(result.rounds) == rounds and result.stop_reason == "max_rounds"

@@ -1,0 +1,62 @@
+"""Every prompt template renders, and each feedback kind has its own reflection guidance."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+
+from agent import prompts
+from agent.candidate import parse_candidate
+from agent.feedback import FeedbackKind
+
+
+def test_generator_renders_goal_files_workspace_and_lessons() -> None:
+    text = prompts.render_generator(
+        "Sum the amounts", ["solution.py"], {"orders.csv": "id,amount\n1,$5"}, "PAST LESSONS"
+    )
+    assert "Sum the amounts" in text and "solution.py" in text
+    assert "orders.csv" in text and "$5" in text and "PAST LESSONS" in text
+
+
+def test_generator_system_prompt_asks_for_no_self_assessment() -> None:
+    assert "review" not in prompts.GENERATOR_SYSTEM.lower()
+    assert "confiden" not in prompts.GENERATOR_SYSTEM.lower()
+
+
+def test_critic_renders_numbered_checklist() -> None:
+    text = prompts.render_critic("goal", ["a", "b"], "answer")
+    assert "1. a\n2. b" in text and "answer" in text
+
+
+@pytest.mark.parametrize("kind", get_args(FeedbackKind))
+def test_refiner_renders_kind_guidance_tried_fixes_and_previous(kind: FeedbackKind) -> None:
+    text = prompts.render_refiner(
+        goal="g", previous="PREV", round_no=2, feedback="kind: x", kind=kind,
+        tried=["used float()"], lessons="", passed_external=False,
+    )
+    assert prompts.KIND_GUIDANCE[kind] in text
+    assert "PREV" in text and "used float()" in text and "do not repeat" in text
+
+
+def test_each_kind_has_distinct_guidance() -> None:
+    texts = list(prompts.KIND_GUIDANCE.values())
+    assert len(set(texts)) == len(texts) == len(get_args(FeedbackKind))
+
+
+def test_refiner_asks_phenomenon_then_root_cause_then_fix() -> None:
+    s = prompts.REFINER_SYSTEM
+    assert s.index("Phenomenon") < s.index("Root cause") < s.index("Fix")
+
+
+def test_parse_candidate_maps_named_and_unnamed_blocks() -> None:
+    reply = "Fix: strip the BOM\n### b.json\n```json\n{}\n```\nand\n```python\nprint(1)\n```"
+    c = parse_candidate(reply, ["a.py", "b.json"])
+    assert c.files == {"a.py": "print(1)\n", "b.json": "{}\n"}
+    assert c.fix_note == "strip the BOM"
+
+
+def test_parse_candidate_digest_ignores_trailing_whitespace() -> None:
+    a = parse_candidate("```python\nx = 1  \n```", ["s.py"])
+    b = parse_candidate("```python\nx = 1\n\n```", ["s.py"])
+    assert a.digest() == b.digest()
