@@ -1,0 +1,35 @@
+"""Reference solution for bom_02_inventory: UTF-8 BOM before the first header."""
+
+import csv
+import io
+import json
+
+
+# --- trap helpers: bom ---
+def read_text(path):
+    """File text without a UTF-8 byte order mark (utf-8-sig drops it when present)."""
+    with open(path, encoding="utf-8-sig") as f:
+        return f.read()
+
+
+# --- end trap helpers ---
+
+
+def read_rows(path):
+    return list(csv.DictReader(io.StringIO(read_text(path))))
+
+
+def write_json(path, data):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, ensure_ascii=False)
+
+
+def main():
+    totals = {}
+    for row in read_rows("stock.csv"):
+        totals[row["sku"]] = totals.get(row["sku"], 0) + int(row["qty"])
+    write_json("result.json", dict(sorted(totals.items())))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Compare a JSON file written by the solution with expected.json (kept next to this checker).
+
+Usage: python check.py RESULT_FILE   (run in the workspace; exit 0 = pass)
+
+Stdlib only. Prints a few short lines naming what is wrong; never the whole expected answer.
+This file is the canonical copy: _generate.py copies it into every trap task as check.py,
+and the JSON-output demo tasks in examples/tasks carry the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+TOLERANCE = 0.01  # answers are rounded to 2 decimals; allow one unit in the last place
+MAX_REPORTED = 5
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def compare(expected: Any, got: Any, where: str) -> Iterator[str]:
+    """Yield one line per difference between the expected and the produced JSON value."""
+    if isinstance(expected, dict):
+        yield from _compare_objects(expected, got, where)
+    elif isinstance(expected, list):
+        yield from _compare_lists(expected, got, where)
+    elif isinstance(expected, bool) or expected is None or isinstance(expected, str):
+        if got != expected or type(got) is not type(expected):
+            yield f"{where}: expected {_short(expected)}, got {_short(got)}"
+    elif isinstance(got, bool) or not isinstance(got, int | float):
+        yield f"{where}: expected a number, got {_kind(got)} {_short(got)}"
+    elif not math.isfinite(got) or abs(got - expected) > TOLERANCE + 1e-9:
+        yield f"{where}: expected {expected}, got {got}"
+
+
+def _compare_objects(expected: dict[str, Any], got: Any, where: str) -> Iterator[str]:
+    if not isinstance(got, dict):
+        yield f"{where}: expected an object, got {_kind(got)} {_short(got)}"
+        return
+    for key in expected:
+        if key not in got:
+            yield f"{where}: missing key {key!r}"
+    for key in got:
+        if key not in expected:
+            yield f"{where}: unexpected key {key!r}"
+    for key in expected:
+        if key in got:
+            yield from compare(expected[key], got[key], f"{where}[{key!r}]")
+
+
+def _compare_lists(expected: list[Any], got: Any, where: str) -> Iterator[str]:
+    if not isinstance(got, list):
+        yield f"{where}: expected a list, got {_kind(got)} {_short(got)}"
+    elif len(got) != len(expected):
+        yield f"{where}: expected {len(expected)} items, got {len(got)}"
+    else:
+        for index, (exp, item) in enumerate(zip(expected, got, strict=True)):
+            yield from compare(exp, item, f"{where}[{index}]")
+
+
+def main(argv: list[str]) -> int:
+    name = argv[1] if len(argv) > 1 else "result.json"
+    expected = json.loads(Path(__file__).resolve().with_name("expected.json").read_text("utf-8"))
+    path = Path(name)
+    if not path.is_file():
+        print(f"{name} not found: the solution must write it in the current directory")
+        return 1
+    try:
+        got = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        print(f"{name} is not UTF-8 text")
+        return 1
+    except json.JSONDecodeError as exc:
+        print(f"{name} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+        return 1
+    problems = list(compare(expected, got, name))
+    if not problems:
+        print(f"{name}: all values match")
+        return 0
+    print(f"{name}: {len(problems)} problem(s)")
+    for line in problems[:MAX_REPORTED]:
+        print(f"  {line}")
+    if len(problems) > MAX_REPORTED:
+        print(f"  ... and {len(problems) - MAX_REPORTED} more")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
