@@ -2,7 +2,9 @@
 
 Usage: python check.py RESULT_FILE   (run in the workspace; exit 0 = pass)
 
-Stdlib only. Prints a few short lines naming what is wrong; never the whole expected answer.
+Stdlib only. Prints a few short lines naming what is wrong and what was produced, but never
+an expected value: the check output is feedback the model reads, and the model must not be
+able to copy the answer instead of fixing its code.
 This file is the canonical copy: _generate.py copies it into every trap task as check.py,
 and the JSON-output demo tasks in examples/tasks carry the same file.
 """
@@ -47,11 +49,12 @@ def compare(expected: Any, got: Any, where: str) -> Iterator[str]:
         yield from _compare_lists(expected, got, where)
     elif isinstance(expected, bool) or expected is None or isinstance(expected, str):
         if got != expected or type(got) is not type(expected):
-            yield f"{where}: expected {_short(expected)}, got {_short(got)}"
+            yield f"{where}: wrong value, got {_short(got)}"
     elif isinstance(got, bool) or not isinstance(got, int | float):
         yield f"{where}: expected a number, got {_kind(got)} {_short(got)}"
     elif not math.isfinite(got) or abs(got - expected) > TOLERANCE + 1e-9:
-        yield f"{where}: expected {expected}, got {got}"
+        direction = "too high" if got > expected else "too low"
+        yield f"{where}: wrong value, got {got} ({direction})"
 
 
 def _compare_objects(expected: dict[str, Any], got: Any, where: str) -> Iterator[str]:
@@ -73,7 +76,8 @@ def _compare_lists(expected: list[Any], got: Any, where: str) -> Iterator[str]:
     if not isinstance(got, list):
         yield f"{where}: expected a list, got {_kind(got)} {_short(got)}"
     elif len(got) != len(expected):
-        yield f"{where}: expected {len(expected)} items, got {len(got)}"
+        direction = "too many" if len(got) > len(expected) else "too few"
+        yield f"{where}: wrong number of items, got {len(got)} ({direction})"
     else:
         for index, (exp, item) in enumerate(zip(expected, got, strict=True)):
             yield from compare(exp, item, f"{where}[{index}]")
