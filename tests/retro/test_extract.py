@@ -1,0 +1,206 @@
+"""The retrospective's rules, with trajectories built directly and a scripted model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from agent.candidate import Candidate
+from agent.errors import BackendError
+from agent.feedback import Feedback
+from agent.llm.base import Message
+from agent.llm.scripted import ScriptedLLM, ScriptExhaustedError
+from agent.stopping import UNREADABLE_CRITIC
+from retrospectives.extract import (
+    FALLBACK_INVALID,
+    FALLBACK_UNAVAILABLE,
+    NO_MODEL,
+    UNRESOLVED,
+    RetroConfig,
+    Retrospective,
+    extract,
+)
+from retrospectives.facts import candidate_diff
+from retrospectives.summary import PROCESS_ERROR_TYPE
+from tests.retro.builders import (
+    CRASH,
+    GOOD,
+    LESSON_SYS,
+    OK,
+    VALUE_ERROR,
+    WRONG_TOTAL,
+    analysis,
+    candidate,
+    fixed_once,
+    record,
+    run,
+)
+
+
+def test_first_round_pass_without_recall_writes_no_lesson() -> None:
+    llm = ScriptedLLM([])
+    assert extract(run(record(1, candidate(GOOD), OK)), llm=llm, injected=()) == []
+    assert llm.calls == []  # no model call either
+
+
+def test_first_round_pass_with_recalled_lesson_writes_no_new_lesson() -> None:
+    result = run(record(1, candidate(GOOD), OK, recalled=("L1",)))
+    assert extract(result, llm=ScriptedLLM([]), injected=()) == []
+
+
+def test_fixed_failure_yields_one_model_written_candidate_lesson() -> None:
+    llm = ScriptedLLM.by_system({LESSON_SYS: [analysis()]})
+    outcome = Retrospective(llm).analyse(fixed_once(recalled=("L7",)), injected=("L9",))
+    (draft,) = outcome.drafts
+    assert draft.status == "candidate" and draft.scope == "demo"
+    assert draft.error_type == "ValueError"
+    assert "solution.py:3" in draft.symptom and "'$5'" in draft.symptom
+    assert draft.root_cause.startswith("amount strings carry a currency sign")
+    assert draft.applies_when == "parsing money columns read from CSV files"
+    assert draft.injected_lesson_ids == ("L7", "L9")
+    (evidence,) = draft.evidence
+    assert evidence.run_id == "run-1" and "round 1" in evidence.excerpt
+    assert outcome.fallbacks == () and outcome.usage.calls == 1
+    prompt = llm.calls[0].messages[-1].content
+    assert "-total = sum(float(r[1]) for r in rows)" in prompt  # the real diff
+    assert "strip the currency sign before float()" in prompt  # the refiner's note
+    assert outcome.summary is not None and outcome.summary.rounds == 2
+    assert not any(d.error_type == PROCESS_ERROR_TYPE for d in outcome.drafts)
+
+
+@pytest.mark.parametrize(
+    "replies",
+    [
+        ["not json at all", "still not json"],
+        ['{"root_cause": "x"}', '{"fix": "y"}'],  # schema-invalid twice
+        [analysis(root_cause="<why it failed>")] * 2,  # template echoed back
+    ],
+)
+def test_invalid_model_output_falls_back_to_the_deterministic_draft(replies: list[str]) -> None:
+    llm = ScriptedLLM.by_system({LESSON_SYS: replies})
+    outcome = Retrospective(llm).analyse(fixed_once())
+    (draft,) = outcome.drafts
+    assert draft.evidence[0].excerpt.startswith(f"[{FALLBACK_INVALID}")
+    assert outcome.fallbacks and outcome.fallbacks[0].startswith(FALLBACK_INVALID)
+    assert draft.root_cause == "amounts carry '$'"  # the refiner's own "Root cause:" line
+    assert "strip the currency sign before float()" in draft.fix
+    assert "replace `total = sum(float(r[1]) for r in rows)`" in draft.fix  # from the diff
+    assert "ValueError" in draft.applies_when and draft.status == "candidate"
+    assert outcome.usage.calls == 2  # the failed attempt and its repair are still billed
+
+
+def test_no_model_gives_deterministic_drafts() -> None:
+    outcome = Retrospective(None).analyse(fixed_once())
+    assert outcome.drafts[0].evidence[0].excerpt.startswith(f"[{NO_MODEL}]")
+    assert outcome.drafts[0].fix
+
+
+def test_backend_failure_does_not_crash_the_retrospective() -> None:
+    def down(_: Sequence[Message]) -> str:
+        raise BackendError("connection refused")
+
+    outcome = Retrospective(ScriptedLLM([down])).analyse(fixed_once())
+    assert outcome.fallbacks[0].startswith(FALLBACK_UNAVAILABLE)
+    assert len(outcome.drafts) == 1
+
+
+def test_our_own_bugs_propagate() -> None:
+    with pytest.raises(ScriptExhaustedError):
+        Retrospective(ScriptedLLM([])).analyse(fixed_once())
+
+
+def test_unsolved_run_yields_candidates_with_the_unresolved_issues() -> None:
+    result = run(
+        record(1, candidate(CRASH), VALUE_ERROR),
+        record(2, candidate(CRASH + "\n", "cast to int"), VALUE_ERROR),
+        passed=False,
+        unresolved=("could not convert string to float: '$5'",),
+    )
+    llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(fix="try stripping the '$' sign")]})
+    outcome = Retrospective(llm).analyse(result)
+    (draft,) = outcome.drafts
+    assert draft.status == "candidate"
+    assert f"[{UNRESOLVED}: could not convert string to float" in draft.evidence[0].excerpt
+    prompt = llm.calls[0].messages[-1].content
+    assert "never passed" in prompt and "cast to int" in prompt
+
+
+def test_unsolved_run_without_model_never_claims_a_fix() -> None:
+    result = run(
+        record(1, candidate(CRASH), VALUE_ERROR),
+        record(2, candidate(CRASH + "\n", "cast to int"), VALUE_ERROR),
+        passed=False,
+        unresolved=("could not convert",),
+    )
+    drafts = extract(result, llm=None)
+    assert all(d.status == "candidate" for d in drafts)
+    assert drafts[0].fix.startswith("not found in this run; tried without success: cast to int")
+
+
+def test_multi_round_run_yields_one_lesson_per_failure_and_a_process_lesson() -> None:
+    result = run(
+        record(1, candidate(CRASH), VALUE_ERROR),
+        record(2, candidate(CRASH + "\n#a", "strip '$'"), WRONG_TOTAL),
+        record(3, candidate(GOOD + "\n#b", "keep cents"), WRONG_TOTAL),
+        record(4, candidate(GOOD, "round to 2 places"), OK),
+    )
+    llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(), analysis(fix="keep decimals")]})
+    outcome = Retrospective(llm).analyse(result)
+    types = [d.error_type for d in outcome.drafts]
+    assert types == ["ValueError", "AssertionError", PROCESS_ERROR_TYPE]
+    summary = outcome.summary
+    assert summary is not None and summary.passed and summary.rounds == 4
+    assert summary.costliest.startswith("check_failed/AssertionError (2 of 4 rounds")
+    assert summary.what_worked == "round 4: round to 2 places"
+    assert summary.first_next_time.startswith("when parsing money columns")
+    process = outcome.drafts[-1]
+    assert process.fix == summary.first_next_time and process.status == "candidate"
+    assert "needed 4 rounds" in process.symptom
+
+
+def test_max_lessons_keeps_the_costliest_failures() -> None:
+    result = run(
+        record(1, candidate(CRASH), VALUE_ERROR),
+        record(2, candidate(CRASH + "\n#a"), WRONG_TOTAL),
+        record(3, candidate(GOOD + "\n#b"), WRONG_TOTAL),
+        record(4, candidate(GOOD), OK),
+    )
+    cfg = RetroConfig(max_lessons=1, process_min_rounds=10)
+    (draft,) = extract(result, llm=None, config=cfg)
+    assert draft.error_type == "AssertionError"
+
+
+def test_unreadable_critic_verdict_is_not_a_lesson() -> None:
+    unreadable = Feedback(
+        kind="critic_rejected",
+        stage="critic",
+        summary="?",
+        key_message=UNREADABLE_CRITIC,
+        issues=("critic verdict unreadable (not evidence of a defect)",),
+    )
+    result = run(record(1, candidate(GOOD), unreadable), record(2, candidate(GOOD + "\n"), OK))
+    assert extract(result, llm=ScriptedLLM([])) == []
+
+
+def test_evidence_excerpt_is_redacted_and_bounded() -> None:
+    leak = VALUE_ERROR.model_copy(
+        update={"key_message": "auth failed: sk-abcdefghijklmnopqrstuvwxyz123456 " * 5}
+    )
+    result = run(record(1, candidate(CRASH), leak), record(2, candidate(GOOD), OK))
+    (draft,) = extract(result, llm=None, config=RetroConfig(excerpt_chars=150))
+    excerpt = draft.evidence[0].excerpt
+    assert "sk-abc" not in excerpt and "[REDACTED]" in excerpt and len(excerpt) <= 150
+    assert "sk-abc" not in draft.symptom
+
+
+def test_candidate_diff_is_bounded() -> None:
+    before = Candidate(files={"a.py": "\n".join(f"x{i}" for i in range(200))}, text="")
+    after = Candidate(files={"a.py": "\n".join(f"y{i}" for i in range(200))}, text="")
+    diff = candidate_diff(before, after, max_lines=10)
+    assert len(diff.splitlines()) == 11 and diff.endswith("more diff lines)")
+
+
+def test_text_candidates_are_diffed_by_text() -> None:
+    diff = candidate_diff(Candidate(files={}, text="a\nb"), Candidate(files={}, text="a\nc"))
+    assert "-b" in diff and "+c" in diff
