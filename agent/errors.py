@@ -7,7 +7,8 @@
     ├── BackendError                an LLM backend or the sandbox failed; retry or fix the service
     │   └── SandboxError            the sandbox itself could not run (not the candidate's fault)
     └── ModelOutputError            the model answered, but not in the shape we asked for
-        └── StructuredOutputError   JSON-schema output still invalid after the repair attempt
+        ├── StructuredOutputError   JSON-schema output still invalid after the repair attempt
+        └── UnsafePathError         an output path is absolute, escapes the workspace or clashes
 
 Failures caused by the model become feedback inside the loop; our own bugs propagate.
 """
@@ -59,3 +60,16 @@ class StructuredOutputError(ModelOutputError):
         self.schema_name = schema_name
         # Tokens spent on the failed attempts still count in the run's usage.
         self.usage = usage
+
+
+class UnsafePathError(ModelOutputError):
+    """The model named an output file the sandbox will not write.
+
+    The path is absolute, contains `..`, leads through a symlink out of the workspace, or
+    clashes with an existing file or directory. Nothing was written outside the workspace;
+    the loop turns this into feedback for the model.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path

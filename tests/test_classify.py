@@ -1,0 +1,240 @@
+"""classify() on recorded outputs: the decision order and the compression (pure unit tests).
+
+The same decisions on real processes are in tests/test_sandbox.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.classify import classify
+from agent.sandbox import ExecResult
+
+HOST_WS = Path("/tmp/lessonloop-run-abc/workspace")
+
+
+def result(
+    *,
+    exit_code: int | None = 1,
+    signal: int | None = None,
+    stdout: str = "",
+    stderr: str = "",
+    timed_out: bool = False,
+    duration_s: float = 0.5,
+) -> ExecResult:
+    return ExecResult(
+        command="python solution.py",
+        exit_code=exit_code,
+        signal=signal,
+        stdout=stdout,
+        stderr=stderr,
+        timed_out=timed_out,
+        duration_s=duration_s,
+        truncated=False,
+        workspace=HOST_WS,
+    )
+
+
+HEADLESS_SYNTAX = """\
+  File "/workspace/solution.py", line 4
+    return [x for x in
+           ^
+SyntaxError: '[' was never closed
+"""
+
+CHAINED = """\
+Traceback (most recent call last):
+  File "/workspace/solution.py", line 3, in parse
+    return int(text)
+           ^^^^^^^^^
+ValueError: invalid literal for int() with base 10: 'abc'
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "/workspace/solution.py", line 8, in <module>
+    main()
+  File "/workspace/solution.py", line 6, in main
+    raise RuntimeError("could not parse row 3")
+RuntimeError: could not parse row 3
+"""
+
+CHECKER_KEYERROR = """\
+Traceback (most recent call last):
+  File "/task/check.py", line 7, in <module>
+    assert report["total"] == 1234.5
+           ~~~~~~^^^^^^^^^
+KeyError: 'total'
+"""
+
+
+def test_exit_zero_is_success_even_with_a_printed_traceback() -> None:
+    feedback = classify(result(exit_code=0, stderr=CHAINED))
+    assert feedback.kind == "success" and feedback.passed
+
+
+def test_syntax_error_without_traceback_header() -> None:
+    feedback = classify(result(stderr=HEADLESS_SYNTAX))
+    assert feedback.kind == "syntax_error"
+    assert feedback.location == "solution.py:4"
+    assert feedback.failing_example == "return [x for x in"
+    assert feedback.key_message == "SyntaxError: '[' was never closed"
+
+
+def test_last_of_chained_exceptions_wins() -> None:
+    feedback = classify(result(stderr=CHAINED))
+    assert feedback.kind == "runtime_error"
+    assert feedback.error_type == "RuntimeError"
+    assert feedback.location == "solution.py:6"
+    assert feedback.failing_example == 'raise RuntimeError("could not parse row 3")'
+
+
+def test_host_workspace_paths_count_as_workspace() -> None:
+    stderr = (
+        "Traceback (most recent call last):\n"
+        f'  File "{HOST_WS}/pkg/mod.py", line 2, in <module>\n'
+        "    1 / 0\n"
+        "ZeroDivisionError: division by zero\n"
+    )
+    feedback = classify(result(stderr=stderr))
+    assert feedback.location == "pkg/mod.py:2"
+
+
+def test_qualified_exception_names_are_shortened() -> None:
+    stderr = (
+        "Traceback (most recent call last):\n"
+        '  File "solution.py", line 1, in <module>\n'
+        "    json.loads('')\n"
+        '  File "/usr/lib/python3.11/json/__init__.py", line 346, in loads\n'
+        "    return _default_decoder.decode(s)\n"
+        "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n"
+    )
+    feedback = classify(result(stderr=stderr))
+    assert feedback.error_type == "JSONDecodeError"
+    assert feedback.location == "solution.py:1"  # the candidate's frame, not the stdlib's
+    assert feedback.key_message is not None
+    assert feedback.key_message.startswith("json.decoder.JSONDecodeError")
+
+
+def test_checker_exception_is_check_failed_and_hides_checker_source() -> None:
+    feedback = classify(result(stderr=CHECKER_KEYERROR))
+    assert feedback.kind == "check_failed"
+    assert feedback.error_type == "KeyError"
+    assert feedback.location is None
+    shown = feedback.compressed() + feedback.summary
+    assert "1234.5" not in shown  # the expected answer stays with the checker
+
+
+def test_error_word_without_traceback_is_not_an_exception() -> None:
+    feedback = classify(result(stdout="row 1 ok\n", stderr="Error: expected 3 rows, got 2\n"))
+    assert feedback.kind == "check_failed"
+    assert feedback.error_type is None
+    assert feedback.key_message == "Error: expected 3 rows, got 2"
+
+
+def test_check_failed_prefers_the_line_that_says_what_was_wrong() -> None:
+    stdout = (
+        "FAILED test_x.py::test_total - assert 3 == 4\n"
+        "E   assert 3 == 4\n"
+        "1 failed, 2 passed in 0.31s\n"
+    )
+    feedback = classify(result(stdout=stdout))
+    assert feedback.kind == "check_failed"
+    assert feedback.key_message == "E   assert 3 == 4"
+    assert feedback.failing_example is not None and "test_total" in feedback.failing_example
+
+
+def test_check_failed_without_output() -> None:
+    feedback = classify(result(exit_code=3))
+    assert feedback.kind == "check_failed"
+    assert feedback.key_message == "exit status 3 with no output"
+
+
+@pytest.mark.parametrize(
+    ("signal", "name"), [(9, "SIGKILL"), (24, "SIGXCPU"), (25, "SIGXFSZ"), (11, "SIGSEGV")]
+)
+def test_limit_signals_are_resource_errors(signal: int, name: str) -> None:
+    feedback = classify(result(exit_code=128 + signal, signal=signal))
+    assert feedback.kind == "resource_error"
+    assert feedback.error_type == name
+
+
+def test_other_signals_are_runtime_errors() -> None:
+    feedback = classify(result(exit_code=134, signal=6))
+    assert feedback.kind == "runtime_error"
+    assert feedback.error_type == "SIGABRT"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "OSError: [Errno 27] File too large",
+        "OSError: [Errno 12] Cannot allocate memory",
+        "BlockingIOError: [Errno 11] Resource temporarily unavailable",
+        "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 8.00 GiB",
+    ],
+)
+def test_python_resource_exceptions(line: str) -> None:
+    stderr = (
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/solution.py", line 9, in <module>\n'
+        "    work()\n"
+        f"{line}\n"
+    )
+    feedback = classify(result(stderr=stderr))
+    assert feedback.kind == "resource_error"
+    assert feedback.location == "solution.py:9"
+
+
+def test_shell_fork_failure_is_a_resource_error() -> None:
+    stderr = "bash: fork: retry: Resource temporarily unavailable\n"
+    feedback = classify(result(exit_code=254, stderr=stderr))
+    assert feedback.kind == "resource_error"
+
+
+def test_network_error_is_runtime_error_with_hint_even_outside_the_workspace() -> None:
+    stderr = (
+        "Traceback (most recent call last):\n"
+        '  File "<string>", line 1, in <module>\n'
+        "socket.gaierror: [Errno -3] Temporary failure in name resolution\n"
+    )
+    feedback = classify(result(stderr=stderr))
+    assert feedback.kind == "runtime_error"
+    assert feedback.error_type == "gaierror"
+    assert any("no network" in issue for issue in feedback.issues)
+
+
+def test_timeout_signature_does_not_depend_on_the_duration() -> None:
+    first = classify(result(exit_code=None, signal=9, timed_out=True, duration_s=2.01))
+    second = classify(result(exit_code=None, signal=9, timed_out=True, duration_s=2.49))
+    assert first.kind == "timeout"
+    assert first.signature() == second.signature()
+
+
+def test_memory_addresses_do_not_change_the_signature() -> None:
+    def crash(address: str) -> str:
+        return (
+            "Traceback (most recent call last):\n"
+            '  File "/workspace/solution.py", line 2, in <module>\n'
+            "    obj.missing\n"
+            f"AttributeError: <Thing object at {address}> has no attribute 'missing'\n"
+        )
+
+    first = classify(result(stderr=crash("0x7f3a2c1b9e50")))
+    second = classify(result(stderr=crash("0x7f11d00a4c10")))
+    assert first.signature() == second.signature()
+
+
+def test_fields_stay_short_and_log_path_is_kept(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    stderr = "Traceback (most recent call last):\n" + (
+        '  File "/workspace/solution.py", line 1, in <module>\n'
+        "    f()\n"
+        f"ValueError: {'x' * 5000}\n"
+    )
+    feedback = classify(result(stderr=stderr), log_path=log)
+    assert feedback.log_path == log
+    assert feedback.key_message is not None and len(feedback.key_message) <= 300
+    assert len(feedback.compressed().splitlines()) <= 6
