@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent.errors import TaskFormatError
 
@@ -24,6 +24,16 @@ class Task(BaseModel):
     scope: str = "default"
     # Directory holding task.toml and checker files (TASK_DIR for the check command).
     task_dir: Path | None = None
+
+    @field_validator("output")
+    @classmethod
+    def _relative_outputs(cls, output: tuple[str, ...]) -> tuple[str, ...]:
+        # Candidates are mapped onto these names, so they must stay inside the workspace.
+        for name in output:
+            parts = Path(name).parts
+            if not name or Path(name).is_absolute() or ".." in parts:
+                raise ValueError(f"output {name!r} must be a relative path inside the workspace")
+        return output
 
     @property
     def workspace(self) -> Path | None:

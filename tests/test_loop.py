@@ -58,7 +58,7 @@ def test_max_rounds_returns_best_candidate_and_unresolved(tmp_path: Path) -> Non
     assert not result.passed and result.stop_reason == "max_rounds"
     kinds = [r.feedback.kind for r in result.rounds]
     assert kinds == ["check_failed", "syntax_error", "runtime_error"]
-    assert result.best_round == 1 and result.best.files["solution.py"] == WRONG
+    assert result.best_round == 1 and result.best.files["solution.py"].strip() == WRONG
     assert result.unresolved and "expected 42" in " ".join(result.unresolved)
 
 
