@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import Generic, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypeVar
 
-M = TypeVar("M", bound=BaseModel)
+# The default types a call without `schema` as Completion[BaseModel] (parsed stays None);
+# without it M is unsolved and mypy asks for an annotation at every plain `complete` call.
+M = TypeVar("M", bound=BaseModel, default=BaseModel)
 
 
 class Message(BaseModel):

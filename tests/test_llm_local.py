@@ -1,0 +1,113 @@
+"""LocalLLM: unit checks without a model, and the real bundled model under `-m model`."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel, Field
+
+from agent.errors import ModelFileError
+from agent.llm import LLM, Message, resolve_llm
+from agent.llm.local import LocalLLM, default_threads, grammar_schema
+from agent.settings import Settings
+
+
+def test_construction_is_lazy(tmp_path: Path) -> None:
+    # A path that does not exist: constructing must not touch it.
+    llm = LocalLLM(tmp_path / "absent.gguf")
+    assert llm.model_id == "local:absent.gguf" and llm.load_seconds is None
+
+
+def test_unloadable_file_is_a_model_file_error(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_bytes(b"GGUF" + b"\xff" * 64)
+    with pytest.raises(ModelFileError, match="llama.cpp cannot load"):
+        LocalLLM(bogus).complete([Message(role="user", content="hi")])
+
+
+class Scored(BaseModel):
+    score: int = Field(ge=1, le=10)
+    rank: int = Field(gt=0, lt=4)
+    count: int = Field(ge=0)
+    big: int = Field(ge=0, le=1_000_000)
+
+
+def test_grammar_schema_turns_small_integer_ranges_into_enums() -> None:
+    props = grammar_schema(Scored.model_json_schema())["properties"]
+    assert props["score"]["enum"] == list(range(1, 11)) and "type" not in props["score"]
+    assert props["rank"]["enum"] == [1, 2, 3]
+    # Open or huge ranges stay integers; pydantic validation and repair cover them.
+    assert "enum" not in props["count"] and "enum" not in props["big"]
+
+
+def test_default_threads_leaves_room_for_the_rest_of_the_machine() -> None:
+    assert 1 <= default_threads() <= max(1, (os.cpu_count() or 1) // 2)
+
+
+class Review(BaseModel):
+    verdict: Literal["pass", "fail"]
+    score: int = Field(ge=1, le=10)
+    issues: list[str]
+
+
+@pytest.fixture(scope="module")
+def real_llm(tmp_path_factory: pytest.TempPathFactory) -> LLM:
+    home = tmp_path_factory.mktemp("home")
+    return resolve_llm("local", Settings(home=home, gguf_path=None))
+
+
+@pytest.mark.model
+def test_real_model_chat_and_structured(real_llm: LLM) -> None:
+    assert isinstance(real_llm, LocalLLM)
+    started = time.perf_counter()
+    chat = real_llm.complete(
+        [
+            Message(role="system", content="You are a concise Python assistant."),
+            Message(role="user", content="Write a Python one-liner that reverses a string s."),
+        ],
+        max_tokens=64,
+    )
+    chat_s = time.perf_counter() - started
+    assert "[::-1]" in chat.text
+    assert chat.usage.prompt_tokens > 10 and 0 < chat.usage.completion_tokens <= 64
+
+    started = time.perf_counter()
+    review = real_llm.complete(
+        [
+            Message(role="system", content="You review Python code. Answer in JSON."),
+            Message(
+                role="user",
+                content=(
+                    "Review this function. verdict is pass or fail, score 1-10, issues a list "
+                    "of problems.\n\ndef add(a, b):\n    return a - b\n"
+                ),
+            ),
+        ],
+        schema=Review,
+        max_tokens=200,
+    )
+    review_s = time.perf_counter() - started
+    assert isinstance(review.parsed, Review)
+    assert review.usage.calls in (1, 2)
+
+    tokens = chat.usage.completion_tokens + review.usage.completion_tokens
+    # Shown with -s: the numbers the brief asks to report.
+    print(
+        f"\nload {real_llm.load_seconds:.2f}s | chat {chat_s:.2f}s "
+        f"({chat.usage.completion_tokens} tok) | structured {review_s:.2f}s "
+        f"({review.usage.completion_tokens} tok, {review.usage.calls} call(s)) | "
+        f"{tokens / (chat_s + review_s - (real_llm.load_seconds or 0)):.1f} tok/s incl. prompt"
+        f"\nchat: {chat.text!r}\nreview: {review.parsed!r}"
+    )
+
+
+@pytest.mark.model
+def test_real_model_is_deterministic_at_temperature_zero(real_llm: LLM) -> None:
+    ask = [Message(role="user", content="Name one prime number. Answer with the number only.")]
+    first = real_llm.complete(ask, max_tokens=8)
+    assert real_llm.complete(ask, max_tokens=8).text == first.text
