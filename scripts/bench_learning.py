@@ -1,0 +1,377 @@
+"""Lesson transfer: the same task stream with no memory, a learning memory, a frozen memory.
+
+    python scripts/bench_learning.py examples/traps                # default budget (~1 h)
+    python scripts/bench_learning.py examples/traps --limit 6      # quick look
+    python scripts/bench_learning.py my_tasks/ --model openai:gpt-4o-mini --orders 3
+
+Every argument is a task directory or a tree of them (any directory with a task.toml; names
+starting with "_" or "." are skipped). The stream is run in several seeded random orders,
+under three conditions with the same model and seeds:
+
+- none:     the loop without memory;
+- learning: a fresh store per stream; after every run the run is recorded (uses, outcome)
+            and the retrospective's lessons are added, so later tasks can recall them;
+- frozen:   learn on the first --train-frac of the order, then evaluate the rest with the
+            store read-only (recall yes; no counters, no new lessons).
+
+Two exact shortcuts keep the budget (both rest on the loop being deterministic at a fixed
+temperature and seed, which the embedded model is at temperature 0):
+- "none" has no state, so each task runs once per seed and its result is placed at its
+  position in every order (records marked `reused`);
+- the frozen condition's training prefix IS the learning condition's prefix, so the learning
+  store is snapshotted at the split (SQL copied, vector index rebuilt from SQL) instead of
+  training a second time; the training records are copied, marked `reused`.
+
+Figures per condition (mean and [min-max] over orders and seeds): first-round and final
+success, mean rounds, tokens and wall time per solved task, plus the retrospective's tokens
+(the cost of learning). The frozen condition is reported on the evaluation part, next to the
+other two on the same positions. Results go to --out: bench_learning.json (rewritten after
+every run, so Ctrl-C keeps what was done) and bench_learning.png (curves along the stream).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from agent.llm.base import LLM
+from agent.loop import LoopConfig, ReflectiveAgent
+from agent.result import RunResult
+from agent.sandbox import Limits, Sandbox
+from agent.task import Task, load_task
+from memory import Embedder, HashEmbedder, Memory, MiniLMEmbedder, NullRecall
+from memory.types import LessonQuery, Recall, RecallStage, ScoredLesson
+from retrospectives.extract import Retrospective
+from scripts._benchlib import (
+    CONDITIONS,
+    Condition,
+    LearningResults,
+    RunRecord,
+    SeededLLM,
+    discover_tasks,
+    family_of,
+    plot_curves,
+    print_summary,
+    select_tasks,
+    stream_order,
+)
+
+# Measured on this 2-core machine with the embedded Qwen2.5-Coder-0.5B (see the module's
+# --limit 6 run in the PR notes); only used to print an estimate before starting.
+EST_SECONDS_PER_RUN = 40.0
+
+
+class BenchConfig(BaseModel):
+    """What to run; everything in the JSON's "config" so a result says how it was made."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_dirs: tuple[Path, ...]
+    model: str = "local:qwen2.5-coder-0.5b"
+    seeds: int = Field(default=1, ge=1)
+    orders: int = Field(default=2, ge=1)
+    limit: int | None = Field(default=None, ge=2)
+    per_family: int = Field(default=2, ge=1)
+    train_frac: float = Field(default=0.5, gt=0, lt=1)
+    max_rounds: int = Field(default=3, ge=1)
+    temperature: float = 0.0
+    conditions: tuple[Condition, ...] = CONDITIONS
+    embedder: str = "minilm"
+
+
+def plan(config: BenchConfig, n: int) -> dict[str, int]:
+    """How many loop runs each condition needs (after the shortcuts of the docstring)."""
+    split = split_at(config, n)
+    streams = config.seeds * config.orders
+    runs = {"none": config.seeds * n if "none" in config.conditions else 0}
+    learning = n if "learning" in config.conditions else split
+    runs["learning"] = streams * learning if {"learning", "frozen"} & set(config.conditions) else 0
+    runs["frozen"] = streams * (n - split) if "frozen" in config.conditions else 0
+    return runs
+
+
+def split_at(config: BenchConfig, n: int) -> int:
+    return min(n - 1, max(1, round(config.train_frac * n)))
+
+
+class FrozenRecall:
+    """A read-only view of a store: recall works; uses are not recorded, counters stay put."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+
+    def recall(self, query: LessonQuery) -> Sequence[ScoredLesson]:
+        return self.memory.recall(query)
+
+    def report_use(self, run_id: str, stage: RecallStage, lesson_ids: Sequence[str]) -> None:
+        return None
+
+
+def snapshot(src: Path, dst: Path, embedder: Embedder) -> Memory:
+    """A copy of the store at `src` as a new store at `dst` (SQL copied, index rebuilt)."""
+    dst.mkdir(parents=True)
+    with sqlite3.connect(src / "memory.sqlite3") as a, sqlite3.connect(dst / "memory.sqlite3") as b:
+        a.backup(b)  # consistent even while the source store holds the file open
+    copy = Memory.open(str(dst), embedder=embedder)
+    copy.reindex()
+    return copy
+
+
+OnRecord = Callable[[RunRecord], None]
+
+
+class LearningBench:
+    """Runs the conditions over the streams; `on_record` sees every record as it is made."""
+
+    def __init__(
+        self,
+        config: BenchConfig,
+        tasks: Sequence[Task],
+        *,
+        llm: LLM,
+        embedder: Embedder,
+        sandbox: Sandbox,
+        store_dir: Path,
+        on_record: OnRecord,
+    ) -> None:
+        self.config, self.tasks = config, list(tasks)
+        self.llm, self.embedder, self.sandbox = llm, embedder, sandbox
+        self.store_dir, self.on_record = store_dir, on_record
+        self.split = split_at(config, len(self.tasks))
+        self.none_cache: dict[tuple[int, str], RunRecord] = {}
+        self.stores: dict[str, Memory] = {}
+
+    def run(self) -> None:
+        """Every (seed, order) stream in turn; stores stay open in `self.stores` until close()."""
+        for seed in range(self.config.seeds):
+            llm = self.llm if seed == 0 else SeededLLM(self.llm, seed)
+            for order in range(self.config.orders):
+                self._stream(llm, seed, order)
+
+    def close(self) -> None:
+        for memory in self.stores.values():
+            memory.close()
+
+    def _stream(self, llm: LLM, seed: int, order: int) -> None:
+        conds = set(self.config.conditions)
+        learn_dir = self.store_dir / f"learning-s{seed}-o{order}"
+        learning = self.stores[learn_dir.name] = Memory.open(str(learn_dir), embedder=self.embedder)
+        frozen: Memory | None = None
+        for pos, task in enumerate(stream_order(self.tasks, order)):
+            phase = "train" if pos < self.split else "eval"
+            key = {"seed": seed, "order": order, "position": pos, "phase": phase}
+            if "frozen" in conds and pos == self.split:
+                # Before the learning run at this position: the frozen store knows only
+                # what the training part taught.
+                frozen_dir = self.store_dir / f"frozen-s{seed}-o{order}"
+                frozen = snapshot(learn_dir, frozen_dir, self.embedder)
+                self.stores[frozen_dir.name] = frozen
+            if "none" in conds:
+                self._none(llm, task, key)
+            if "learning" in conds or ("frozen" in conds and pos < self.split):
+                rec = self._learn(llm, learning, task, key)
+                if "learning" in conds:
+                    self.on_record(rec)
+                if "frozen" in conds and pos < self.split:
+                    copied = {"condition": "frozen", "reused": "learning" in conds}
+                    self.on_record(rec.model_copy(update=copied))
+            if frozen is not None:
+                result = self._run(llm, task, FrozenRecall(frozen), f"frozen-{seed}-{order}-{pos}")
+                self.on_record(record("frozen", task, result, key))
+
+    def _none(self, llm: LLM, task: Task, key: dict[str, Any]) -> None:
+        cached = self.none_cache.get((key["seed"], task.id))
+        if cached is None:
+            result = self._run(llm, task, NullRecall(), f"none-{key['seed']}-{task.id}")
+            self.none_cache[(key["seed"], task.id)] = record("none", task, result, key)
+            self.on_record(self.none_cache[(key["seed"], task.id)])
+        else:
+            self.on_record(cached.model_copy(update={**key, "reused": True}))
+
+    def _learn(self, llm: LLM, memory: Memory, task: Task, key: dict[str, Any]) -> RunRecord:
+        run_id = f"learning-{key['seed']}-{key['order']}-{key['position']}"
+        memory.record_run(run_id, task_id=task.id, goal=task.goal, scope=task.scope)
+        result = self._run(llm, task, memory, run_id)
+        usage = result.usage
+        memory.finish_run(
+            run_id,
+            result.passed,
+            rounds=len(result.rounds),
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+        )
+        t0 = time.monotonic()
+        outcome = Retrospective(llm).analyse(result)
+        added = memory.add_many(outcome.drafts, run_id=run_id)
+        actions = [a.action for a in added]
+        return record("learning", task, result, key).model_copy(
+            update={
+                "retro_tokens": outcome.usage.total_tokens,
+                "retro_seconds": round(time.monotonic() - t0, 3),
+                "lessons_created": actions.count("created"),
+                "lessons_merged": actions.count("merged_duplicate"),
+                "lessons_rejected": actions.count("rejected_recall_loop"),
+            }
+        )
+
+    def _run(self, llm: LLM, task: Task, recall: Recall, run_id: str) -> RunResult:
+        agent = ReflectiveAgent(
+            llm,
+            recall=recall,
+            sandbox=self.sandbox,
+            config=LoopConfig(
+                max_rounds=self.config.max_rounds, temperature=self.config.temperature
+            ),
+        )
+        return agent.run(task, run_id=run_id)
+
+
+def record(cond: Condition, task: Task, result: RunResult, key: dict[str, Any]) -> RunRecord:
+    """The benchmark's view of one run."""
+    seed_ids = [i for r in result.rounds[:1] for i in r.recalled_lesson_ids]
+    later = [i for r in result.rounds[1:] for i in r.recalled_lesson_ids]
+    return RunRecord(
+        condition=cond, task_id=task.id, family=family_of(task), passed=result.passed,
+        first_round_passed=result.rounds[0].feedback.passed, rounds=len(result.rounds),
+        stop_reason=result.stop_reason, tokens=result.usage.total_tokens,
+        seconds=round(result.seconds, 3), recalled_seed=tuple(dict.fromkeys(seed_ids)),
+        recalled_reflection=tuple(dict.fromkeys(later)), **key,
+    )  # fmt: skip
+
+
+def export_lessons(stores: dict[str, Memory]) -> dict[str, list[dict[str, Any]]]:
+    """Every stored lesson with its counters, per learning store (for the post-mortem)."""
+    from memory import LessonFilter
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name, memory in stores.items():
+        if name.startswith("learning"):
+            page = memory.list_lessons(
+                LessonFilter(limit=1000, sort="created_at", descending=False)
+            )
+            out[name] = [lesson.model_dump(mode="json") for lesson in page.items]
+    return out
+
+
+def parse_args(argv: Sequence[str] | None) -> tuple[BenchConfig, Path, bool]:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("task_dirs", nargs="+", type=Path)
+    p.add_argument("--model", default="local:qwen2.5-coder-0.5b")
+    p.add_argument("--seeds", type=int, default=1)
+    p.add_argument("--orders", type=int, default=2)
+    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--per-family", type=int, default=2)
+    p.add_argument("--train-frac", type=float, default=0.5)
+    p.add_argument("--max-rounds", type=int, default=3)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--conditions", default=",".join(CONDITIONS))
+    p.add_argument("--embedder", choices=("minilm", "hash"), default="minilm")
+    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--keep-stores", action="store_true", help="keep the memory stores in --out")
+    a = p.parse_args(argv)
+    fields = ("model", "seeds", "orders", "limit", "per_family", "train_frac", "max_rounds",
+              "temperature", "embedder")  # fmt: skip
+    config = BenchConfig(
+        task_dirs=tuple(a.task_dirs),
+        conditions=tuple(c.strip() for c in a.conditions.split(",")),
+        **{name: getattr(a, name) for name in fields},
+    )
+    out = a.out or Path("bench-results") / f"learning-{time.strftime('%Y%m%d-%H%M%S')}"
+    return config, out, a.keep_stores
+
+
+def run_bench(
+    config: BenchConfig, out: Path, *, llm: LLM, embedder: Embedder, sandbox: Sandbox,
+    console: Console, keep_stores: bool = False,
+) -> LearningResults:  # fmt: skip
+    """Run, rewriting out/bench_learning.json after every record; the PNG at the end."""
+    found = [load_task(d) for d in discover_tasks(config.task_dirs)]
+    tasks = select_tasks(found, config.limit, config.per_family)
+    if len(tasks) < 2:
+        raise SystemExit(f"bench_learning needs at least 2 tasks, found {len(tasks)}")
+    runs = plan(config, len(tasks))
+    estimate = sum(runs.values()) * EST_SECONDS_PER_RUN / 60
+    console.print(
+        f"{len(tasks)} tasks, {config.orders} orders x {config.seeds} seeds; loop runs {runs}; "
+        f"estimate ~{estimate:.0f} min at ~{EST_SECONDS_PER_RUN:.0f} s/run"
+    )
+    results = LearningResults(
+        config=config.model_dump(mode="json"), tasks=[t.id for t in tasks],
+        split=split_at(config, len(tasks)), planned_runs=runs, estimate_min=round(estimate, 1),
+        orders={o: [t.id for t in stream_order(tasks, o)] for o in range(config.orders)},
+        started=time.time(),
+    )  # fmt: skip
+    path = out / "bench_learning.json"
+    store_dir = out / "stores" if keep_stores else Path(tempfile.mkdtemp(prefix="bench-stores-"))
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task("bench_learning", total=sum(runs.values()))
+
+        def on_record(rec: RunRecord) -> None:
+            results.records.append(rec)
+            progress.advance(bar, 0 if rec.reused else 1)
+            mark = "[green]pass[/]" if rec.passed else "[red]fail[/]"
+            progress.console.print(
+                f"{rec.condition:<8} s{rec.seed} o{rec.order} #{rec.position:<3} {rec.task_id:<28}"
+                f" {mark} r{rec.rounds} {rec.tokens} tok{' (reused)' if rec.reused else ''}"
+            )
+            results.save(path)
+
+        bench = LearningBench(config, tasks, llm=llm, embedder=embedder, sandbox=sandbox,
+                              store_dir=store_dir, on_record=on_record)  # fmt: skip
+        try:
+            bench.run()
+        except KeyboardInterrupt:
+            results.interrupted = True
+            console.print("[yellow]interrupted: keeping the partial results[/]")
+        finally:
+            results.lessons = export_lessons(bench.stores)
+            bench.close()
+            results.finished = time.time()
+            results.save(path)
+            plot_curves(results.records, results.split, out / results.png)
+            if not keep_stores:
+                shutil.rmtree(store_dir, ignore_errors=True)
+    if results.summary is not None:
+        print_summary(results.summary, console)
+    console.print(f"wrote {path} and {out / results.png}")
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from agent.llm.resolve import resolve_llm
+    from agent.settings import Settings
+
+    config, out, keep = parse_args(argv)
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    llm = resolve_llm(config.model, Settings.from_env(model=config.model))
+    embedder: Embedder = MiniLMEmbedder() if config.embedder == "minilm" else HashEmbedder()
+    sandbox = Sandbox(Limits(cpu_s=60))
+    results = run_bench(config, out, llm=llm, embedder=embedder, sandbox=sandbox,
+                        console=console, keep_stores=keep)  # fmt: skip
+    return 130 if results.interrupted else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

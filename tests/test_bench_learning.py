@@ -1,0 +1,198 @@
+"""scripts/bench_learning.py on tiny generated tasks with the scripted LLM and the real sandbox.
+
+The script answers like a model that only gets money parsing right once a lesson about it
+is in the prompt, so the memory conditions have something to recall; no real model runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from agent.llm.base import Message
+from agent.llm.scripted import ScriptedLLM
+from agent.sandbox import Limits, Sandbox
+from memory import HashEmbedder, LessonNotFoundError, Memory
+from scripts._benchlib import RunRecord, discover_tasks, round_robin, summarise
+from scripts.bench_learning import BenchConfig, plan, run_bench
+from tests.helpers import GEN, REFINE, code, fix
+
+LESSON_SYSTEM = "You write one lesson"
+ROOT_CAUSE = "Money amounts carry a currency symbol and thousands separators."
+NAIVE = """import csv, json
+total = sum(float(r["amount"]) for r in csv.DictReader(open("{name}")))
+json.dump({{"total": round(total, 2)}}, open("result.json", "w"))"""
+GOOD = """import csv, json
+clean = lambda s: float(s.replace("$", "").replace(",", ""))
+total = sum(clean(r["amount"]) for r in csv.DictReader(open("{name}")))
+json.dump({{"total": round(total, 2)}}, open("result.json", "w"))"""
+LESSON = json.dumps(
+    {
+        "root_cause": ROOT_CAUSE,
+        "fix": "Strip '$' and ',' before float().",
+        "applies_when": "CSV money columns exported from spreadsheets",
+    }
+)
+
+
+def make_tasks(root: Path) -> Path:
+    """Three 'money' tasks (the trap: '$1,200.50') and one 'plain' task (no trap)."""
+    specs = [
+        ("money", 1, '"$1,200.50"'),
+        ("money", 2, '"$2,000"'),
+        ("money", 3, "$7.25"),
+        ("plain", 4, "3.5"),
+    ]
+    for family, i, value in specs:
+        task = root / f"{family}_{i}"
+        (task / "workspace").mkdir(parents=True)
+        (task / "workspace" / f"amounts_{i}.csv").write_text(f"item,amount\na,{value}\nb,1\n")
+        expected = float(value.strip('"').replace("$", "").replace(",", "")) + 1
+        (task / "check.py").write_text(
+            f"import json\ngot = json.load(open('result.json'))['total']\n"
+            f"assert abs(got - {expected}) < 0.01, f'total: wrong value, got {{got}}'\n"
+        )
+        (task / "task.toml").write_text(
+            f'goal = "Write solution.py that reads amounts_{i}.csv (columns item, amount) and '
+            f'writes result.json as {{\\"total\\": sum of amount}}"\n'
+            'output = ["solution.py"]\n'
+            'check = "python solution.py && python \\"$TASK_DIR/check.py\\""\n'
+            f'timeout_s = 20\ntags = ["{family}"]\nscope = "bench-test"\n'
+        )
+    (root / "_helpers" / "not_a_task").mkdir(parents=True)  # skipped: starts with "_"
+    (root / "_helpers" / "not_a_task" / "task.toml").write_text('goal = "x"\n')
+    return root
+
+
+def scripted_model(interrupt_after: int | None = None) -> ScriptedLLM:
+    """Generator: naive code unless a money lesson is in the prompt; refiner: the fix."""
+    calls = 0
+
+    def reply(messages: Sequence[Message]) -> str:
+        nonlocal calls
+        calls += 1
+        if interrupt_after is not None and calls > interrupt_after:
+            raise KeyboardInterrupt  # what Ctrl-C does in the middle of a model call
+        system, user = messages[0].content, messages[-1].content
+        if LESSON_SYSTEM in system:
+            return LESSON
+        found = re.search(r"amounts_\d+\.csv", user)
+        assert found is not None, user
+        name = found.group(0)
+        if REFINE in system:
+            return fix(GOOD.format(name=name), "strip currency symbols")
+        assert GEN in system
+        return code((GOOD if ROOT_CAUSE in user else NAIVE).format(name=name))
+
+    return ScriptedLLM.cycle([reply])
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Sandbox:
+    return Sandbox(Limits(cpu_s=20))
+
+
+def test_discovery_skips_helpers_and_selects_per_family(tmp_path: Path) -> None:
+    root = make_tasks(tmp_path / "tasks")
+    found = discover_tasks([root, root / "money_1"])
+    assert [p.name for p in found] == ["money_1", "money_2", "money_3", "plain_4"]
+    assert round_robin([1, 2, 3, 4], lambda x: str(x % 2), 3) == [1, 2, 3]
+    config = BenchConfig(task_dirs=(root,), orders=2, seeds=1, train_frac=0.5)
+    # none once per task; learning full stream per order; frozen only the eval half
+    assert plan(config, 4) == {"none": 4, "learning": 8, "frozen": 4}
+
+
+def test_summary_is_hand_checkable() -> None:
+    def rec(order: int, pos: int, passed: bool, first: bool, tokens: int) -> RunRecord:
+        return RunRecord(
+            condition="none",
+            seed=0,
+            order=order,
+            position=pos,
+            phase="eval" if pos else "train",
+            task_id=f"t{pos}",
+            family="f",
+            passed=passed,
+            first_round_passed=first,
+            rounds=1 if first else 2,
+            stop_reason="passed",
+            tokens=tokens,
+            seconds=1.0,
+        )
+
+    records = [
+        rec(0, 0, True, True, 100),
+        rec(0, 1, False, False, 300),
+        rec(1, 0, True, False, 200),
+        rec(1, 1, True, True, 200),
+    ]
+    whole = summarise(records).whole["none"]
+    assert whole.final_success.mean == pytest.approx(0.75)  # orders: 1/2 and 2/2
+    assert (whole.final_success.min, whole.final_success.max) == (0.5, 1.0)
+    assert whole.tokens_per_solved.mean == pytest.approx((400 / 1 + 400 / 2) / 2)
+    assert whole.mean_rounds.mean == pytest.approx(1.5)
+
+
+def test_three_conditions_learn_recall_and_write_results(tmp_path: Path, sandbox: Sandbox) -> None:
+    root = make_tasks(tmp_path / "tasks")
+    out = tmp_path / "out"
+    config = BenchConfig(
+        task_dirs=(root,), model="scripted", orders=2, train_frac=0.5, max_rounds=3, embedder="hash"
+    )
+    results = run_bench(
+        config,
+        out,
+        llm=scripted_model(),
+        embedder=HashEmbedder(),
+        sandbox=sandbox,
+        console=Console(quiet=True),
+        keep_stores=True,
+    )
+
+    data = json.loads((out / "bench_learning.json").read_text())
+    assert data["benchmark"] == "bench_learning" and not data["interrupted"]
+    assert (out / "bench_learning.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert {r["condition"] for r in data["records"]} == {"none", "learning", "frozen"}
+    assert set(data["summary"]["whole"]) == {"none", "learning"}
+    assert set(data["summary"]["eval"]) == {"none", "learning", "frozen"}
+    assert len(results.records) == 3 * 4 * 2  # every condition at every position, both orders
+
+    by = {c: [r for r in results.records if r.condition == c] for c in ("none", "learning")}
+    assert not any(r.recalled_seed or r.recalled_reflection for r in by["none"])
+    assert any(r.recalled_reflection for r in by["learning"])  # a later money task recalled
+    assert sum(r.lessons_created for r in by["learning"]) >= 2  # once per order's first failure
+
+    # Through the store itself: the lesson exists, was recalled, and its uses were recorded.
+    with Memory.open(str(out / "stores" / "learning-s0-o0"), embedder=HashEmbedder()) as memory:
+        lessons = memory.list_lessons().items
+        assert any(ROOT_CAUSE in lesson.root_cause for lesson in lessons)
+        used = [lesson for lesson in lessons if lesson.recalled > 0]
+        assert used and memory.uses(used[0].id)
+    # The frozen store recorded nothing during its evaluation runs.
+    with Memory.open(str(out / "stores" / "frozen-s0-o0"), embedder=HashEmbedder()) as frozen:
+        assert frozen.list_lessons().total >= 1
+        with pytest.raises(LessonNotFoundError):
+            frozen.get_run(f"frozen-0-0-{results.split}")
+
+
+def test_ctrl_c_keeps_partial_results(tmp_path: Path, sandbox: Sandbox) -> None:
+    root = make_tasks(tmp_path / "tasks")
+    out = tmp_path / "out"
+    config = BenchConfig(task_dirs=(root,), orders=1, embedder="hash")
+    results = run_bench(
+        config,
+        out,
+        llm=scripted_model(interrupt_after=5),
+        embedder=HashEmbedder(),
+        sandbox=sandbox,
+        console=Console(quiet=True),
+    )
+    data = json.loads((out / "bench_learning.json").read_text())
+    assert results.interrupted and data["interrupted"]
+    assert 0 < len(data["records"]) < 12
+    assert (out / "bench_learning.png").is_file()
