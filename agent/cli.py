@@ -10,11 +10,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from agent.errors import LessonloopError
 from agent.loop import LoopEvent
-from agent.result import RunResult
-from agent.session import run_task
+from agent.session import SessionResult, open_memory, run_task
 from agent.settings import Settings
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
@@ -22,37 +22,53 @@ err = Console(stderr=True)
 out = Console()
 
 
+@app.callback()
+def _root() -> None:
+    """lessonloop: a memory-backed learning agent."""
+
+
 def _progress(event: LoopEvent) -> None:
     cost = f"{event.usage.total_tokens} tok, " if event.usage.total_tokens else ""
     style = {"stopped": "bold", "checked": "cyan", "recalled": "magenta"}.get(event.kind, "")
-    err.print(
-        f"[{style}]round {event.round:>2}  {event.kind:<9} {event.detail}[/]"
-        f"  [dim]({cost}{event.seconds:.1f}s)[/]"
-    )
+    line = Text(f"round {event.round:>2}  {event.kind:<9} {event.detail}", style=style)
+    line.append(f"  ({cost}{event.seconds:.1f}s)", style="dim")
+    err.print(line)
 
 
 @app.command()
 def run(
     task_dir: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="Task directory")],
-    model: Annotated[str | None, typer.Option("--model", help="e.g. local, openai:gpt-4o-mini")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="local | local:PATH.gguf | openai:MODEL")
+    ] = None,
     max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=1)] = None,
+    memory: Annotated[
+        str | None, typer.Option("--memory", help="Store: a path or an SQLAlchemy URL")
+    ] = None,
+    no_memory: Annotated[bool, typer.Option("--no-memory", help="No recall, no lessons")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON")] = False,
 ) -> None:
-    """Run one task through generate -> check -> reflect -> refine."""
+    """Run one task through generate -> check -> reflect -> refine, learning from it."""
     try:
-        settings = Settings.from_env(model=model, max_rounds=max_rounds)
-        result = run_task(task_dir, settings, observer=_progress)
+        settings = Settings.from_env(model=model, max_rounds=max_rounds, memory=memory)
+        store = None if no_memory else open_memory(settings)
+        try:
+            result = run_task(task_dir, settings, memory=store, observer=_progress)
+        finally:
+            if store is not None:
+                store.close()
     except LessonloopError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(Text("error: ", style="red") + Text(str(exc)))
         raise typer.Exit(2) from exc
     if as_json:
         sys.stdout.write(json.dumps(result.summary(), indent=2) + "\n")
     else:
         _print_summary(result)
-    raise typer.Exit(0 if result.passed else 1)
+    raise typer.Exit(0 if result.run.passed else 1)
 
 
-def _print_summary(result: RunResult) -> None:
+def _print_summary(session: SessionResult) -> None:
+    result = session.run
     table = Table(title=f"{result.task_id}: {'PASSED' if result.passed else 'FAILED'}")
     for col in ("round", "action", "verdict", "summary", "tokens", "seconds"):
         table.add_column(col)
@@ -72,7 +88,12 @@ def _print_summary(result: RunResult) -> None:
         f"{result.usage.total_tokens} tokens; {result.seconds:.1f}s; run dir {result.run_dir}"
     )
     for issue in result.unresolved:
-        out.print(f"[yellow]unresolved:[/] {issue}")
+        out.print(Text("unresolved: ", style="yellow") + Text(issue))
+    if result.recalled_lesson_ids:
+        out.print(f"recalled lessons: {', '.join(result.recalled_lesson_ids)}")
+    for added in session.lessons:
+        lesson_id = added.lesson.id if added.lesson else "-"
+        out.print(Text(f"lesson {added.action}: {lesson_id} ", style="green") + Text(added.reason))
 
 
 def main() -> None:

@@ -111,14 +111,16 @@ class _Run:
         self.digests: set[str] = set()
         self.tried: list[str] = []
         self.started = time.monotonic()
+        # Tokens of refiner calls whose answers were never checked (all repeats).
+        self.unrecorded_usage = Usage()
 
     # -- the loop -------------------------------------------------------------------------
 
     def execute(self) -> RunResult:
         lessons = self._recall("seed", self._seed_text(), ())
-        t0, usage = time.monotonic(), Usage()
-        candidate, usage = self._generate(lessons)
-        self._record(1, "generate", candidate, usage, t0, 0, lessons)
+        t0 = time.monotonic()
+        first, usage = self._generate(lessons)
+        self._record(1, "generate", first, usage, t0, 0, lessons)
         while True:
             stop = self._stop_reason()
             if stop is not None:
@@ -130,6 +132,7 @@ class _Run:
             )
             candidate, usage, resamples = self._refine(last, lessons)
             if candidate is None:
+                self.unrecorded_usage += usage
                 return self._finish("stall")
             self._record(len(self.rounds) + 1, "refine", candidate, usage, t0, resamples, lessons)
 
@@ -148,7 +151,7 @@ class _Run:
         unresolved: tuple[str, ...] = ()
         if not passed:
             unresolved = best.feedback.issues or (best.feedback.compressed(),)
-        usage = sum((r.usage for r in self.rounds), Usage())
+        usage = sum((r.usage for r in self.rounds), self.unrecorded_usage)
         self.agent._emit(
             LoopEvent("stopped", len(self.rounds), f"{reason} (last: {final.kind})", usage)
         )
@@ -257,9 +260,7 @@ class _Run:
         resamples: int,
         lessons: Sequence[ScoredLesson],
     ) -> None:
-        self.agent._emit(
-            LoopEvent("generated", round_no, action, usage, time.monotonic() - t0)
-        )
+        self.agent._emit(LoopEvent("generated", round_no, action, usage, time.monotonic() - t0))
         self.digests.add(candidate.digest())
         t_check = time.monotonic()
         checks, check_usage = self._check(candidate, round_no)

@@ -130,8 +130,9 @@ def render_refiner(
         )
     tried_block = ""
     if tried:
-        tried_block = "\nFixes already tried (they did not work; do not repeat them):\n" + "\n".join(
-            f"- {t}" for t in tried
+        tried_block = (
+            "\nFixes already tried (they did not work; do not repeat them):\n"
+            + "\n".join(f"- {t}" for t in tried)
         )
     return REFINER_USER.substitute(
         goal=goal,

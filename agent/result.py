@@ -85,8 +85,9 @@ class RunResult(BaseModel):
                 {
                     "round": r.round,
                     "action": r.action,
-                    "checks": [{"stage": c.stage, "kind": c.kind, "summary": c.summary}
-                               for c in r.checks],
+                    "checks": [
+                        {"stage": c.stage, "kind": c.kind, "summary": c.summary} for c in r.checks
+                    ],
                     "tokens": r.usage.total_tokens,
                     "seconds": round(r.seconds, 3),
                     "resamples": r.resamples,

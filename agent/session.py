@@ -1,35 +1,123 @@
-"""Assemble a run from settings: the one place that turns configuration into objects."""
+"""Assemble a run from settings and carry it through memory: the API behind `lessonloop run`.
+
+    seed/reflection recall -> loop -> retrospective -> lessons written -> run outcome (lift)
+
+This is the one place that turns configuration into objects; the CLI only calls it.
+"""
 
 from __future__ import annotations
 
+import json
+import uuid
 from pathlib import Path
 
-from agent.llm.base import LLM
+from pydantic import BaseModel, ConfigDict
+
+from agent.llm.base import LLM, Usage
 from agent.llm.resolve import resolve_llm
 from agent.loop import LoopConfig, Observer, ReflectiveAgent
 from agent.result import RunResult
 from agent.sandbox import Limits, Sandbox
 from agent.settings import Settings
-from agent.task import load_task
-from memory.types import NullRecall, Recall
+from agent.task import Task, load_task
+from memory import Memory, MiniLMEmbedder
+from memory.types import AddResult, NullRecall
+from retrospectives.extract import Retrospective
+
+
+class SessionResult(BaseModel):
+    """A run plus what the memory did with it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run: RunResult
+    lessons: tuple[AddResult, ...] = ()
+    retro_fallbacks: tuple[str, ...] = ()
+    retro_usage: Usage = Usage()
+
+    def summary(self) -> dict[str, object]:
+        data = self.run.summary()
+        data["lessons_written"] = [
+            {"id": a.lesson.id if a.lesson else None, "action": a.action, "reason": a.reason}
+            for a in self.lessons
+        ]
+        data["retrospective_fallbacks"] = list(self.retro_fallbacks)
+        return data
+
+
+def open_memory(settings: Settings) -> Memory:
+    """The configured store: `settings.memory` (path or SQLAlchemy URL), default ~/.lessonloop."""
+    location = settings.memory or str(settings.home / "memory")
+    return Memory.open(location, embedder=MiniLMEmbedder(), chroma_url=settings.chroma_url)
 
 
 def run_task(
     task_dir: Path,
     settings: Settings,
     *,
-    recall: Recall | None = None,
+    memory: Memory | None,
     llm: LLM | None = None,
     observer: Observer | None = None,
-) -> RunResult:
-    """Load a task directory and run it through the loop with the configured model."""
+    learn: bool = True,
+) -> SessionResult:
+    """Run one task directory; with a memory, recall lessons and learn from the outcome."""
     task = load_task(task_dir)
+    model = llm or resolve_llm(settings.model, settings)
     agent = ReflectiveAgent(
-        llm or resolve_llm(settings.model, settings),
-        recall=recall or NullRecall(),
+        model,
+        recall=memory if memory is not None else NullRecall(),
         sandbox=Sandbox(Limits(cpu_s=max(1, int(task.timeout_s)))),
         config=LoopConfig(max_rounds=settings.max_rounds, score_threshold=settings.score_threshold),
         runs_dir=settings.runs_dir,
         observer=observer,
     )
-    return agent.run(task)
+    return run_with_memory(agent, task, memory, retro_llm=model if learn else None, learn=learn)
+
+
+def run_with_memory(
+    agent: ReflectiveAgent,
+    task: Task,
+    memory: Memory | None,
+    *,
+    retro_llm: LLM | None,
+    learn: bool = True,
+) -> SessionResult:
+    """Run `task` with `agent`, then record the outcome and (if `learn`) the new lessons."""
+    run_id = uuid.uuid4().hex[:12]
+    if memory is not None:
+        memory.record_run(run_id, task_id=task.id, goal=task.goal, scope=task.scope)
+    result = agent.run(task, run_id=run_id)
+    _write_run_dir(result)
+    if memory is None:
+        return SessionResult(run=result)
+    added: list[AddResult] = []
+    fallbacks: tuple[str, ...] = ()
+    usage = Usage()
+    if learn:
+        outcome = Retrospective(retro_llm).analyse(result)
+        added = [memory.add(draft, run_id=run_id) for draft in outcome.drafts]
+        fallbacks, usage = outcome.fallbacks, outcome.usage
+    memory.finish_run(
+        run_id,
+        result.passed,
+        rounds=len(result.rounds),
+        prompt_tokens=result.usage.prompt_tokens,
+        completion_tokens=result.usage.completion_tokens,
+    )
+    return SessionResult(
+        run=result, lessons=tuple(added), retro_fallbacks=fallbacks, retro_usage=usage
+    )
+
+
+def _write_run_dir(result: RunResult) -> None:
+    """Keep the whole trajectory and the best candidate's files next to the check logs."""
+    if result.run_dir is None:
+        return
+    result.run_dir.mkdir(parents=True, exist_ok=True)
+    (result.run_dir / "trajectory.json").write_text(result.model_dump_json(indent=2))
+    (result.run_dir / "summary.json").write_text(json.dumps(result.summary(), indent=2))
+    best = result.run_dir / "best"
+    for name, content in result.best.files.items():
+        target = best / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)

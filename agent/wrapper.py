@@ -64,7 +64,11 @@ def run_with_reflection(
     seen = {answer.strip()}
     tried: list[str] = []
     while True:
-        steps.append(ReflectionStep(round=len(steps) + 1, answer=answer, feedback=_review(review, question, answer)))
+        steps.append(
+            ReflectionStep(
+                round=len(steps) + 1, answer=answer, feedback=_review(review, question, answer)
+            )
+        )
         stop = decide_stop(
             [s.feedback for s in steps],
             max_rounds=max_rounds,

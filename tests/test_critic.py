@@ -19,8 +19,10 @@ def parse(*replies: str) -> Critique:
 
 
 def test_json_wrapped_in_prose_is_parsed() -> None:
-    c = parse('Sure! Here is my review:\n{"passed": true, "score": 9, "feedback": "Good.", '
-              '"issues": []}\nHope this helps.')
+    c = parse(
+        'Sure! Here is my review:\n{"passed": true, "score": 9, "feedback": "Good.", '
+        '"issues": []}\nHope this helps.'
+    )
     assert critique_feedback(c).passed
 
 
@@ -31,8 +33,10 @@ def test_invalid_json_gets_one_repair_then_a_typed_error() -> None:
 
 
 def test_missing_field_is_repaired() -> None:
-    c = parse('{"passed": false, "score": 4}',
-              '{"passed": false, "score": 4, "feedback": "x", "issues": ["y"]}')
+    c = parse(
+        '{"passed": false, "score": 4}',
+        '{"passed": false, "score": 4, "feedback": "x", "issues": ["y"]}',
+    )
     assert c.issues == ["y"]
 
 
@@ -51,16 +55,33 @@ def test_issue_starting_with_a_negation_is_still_an_issue(issue: str) -> None:
     assert not fb.passed and fb.issues == (issue,)
 
 
-@pytest.mark.parametrize("empty", ["None", "none.", "No issues", "No issues found.", "N/A", "无",
-                                   "没有问题", "", "  ", "no major issues"])
+@pytest.mark.parametrize(
+    "empty",
+    [
+        "None",
+        "none.",
+        "No issues",
+        "No issues found.",
+        "N/A",
+        "无",
+        "没有问题",
+        "",
+        "  ",
+        "no major issues",
+    ],
+)
 def test_empty_issue_entries_do_not_block_a_pass(empty: str) -> None:
     fb = critique_feedback(Critique(passed=True, score=9, feedback="All good.", issues=[empty]))
     assert fb.passed
 
 
 def test_problem_in_passing_feedback_text_is_an_issue() -> None:
-    c = Critique(passed=True, score=8,
-                 feedback="No major gaps. However, the budget for day 3 is missing.", issues=[])
+    c = Critique(
+        passed=True,
+        score=8,
+        feedback="No major gaps. However, the budget for day 3 is missing.",
+        issues=[],
+    )
     assert remaining_issues(c) == ("However, the budget for day 3 is missing.",)
     assert critique_feedback(c).kind == "critic_rejected"
 
@@ -72,5 +93,7 @@ def test_failing_verdict_without_issues_is_not_a_pass() -> None:
 
 def test_score_out_of_range_is_rejected() -> None:
     with pytest.raises(StructuredOutputError):
-        parse('{"passed": true, "score": 11, "feedback": "", "issues": []}',
-              '{"passed": true, "score": 12, "feedback": "", "issues": []}')
+        parse(
+            '{"passed": true, "score": 11, "feedback": "", "issues": []}',
+            '{"passed": true, "score": 12, "feedback": "", "issues": []}',
+        )

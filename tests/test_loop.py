@@ -112,7 +112,10 @@ def test_no_major_gaps_but_is_not_a_pass(tmp_path: Path) -> None:
                 critique(True, 7, "No major gaps, but the budget for day 3 is missing."),
                 critique(True, 9, "Complete.", ("None",)),
             ],
-            REFINE: ["Phenomenon: day 3 budget\nRoot cause: x\nFix: add it\nANSWER: D1 $100, D2 $80, D3 $90"],
+            REFINE: [
+                "Phenomenon: day 3 budget\nRoot cause: x\nFix: add it\n"
+                "ANSWER: D1 $100, D2 $80, D3 $90"
+            ],
         }
     )
     result = agent_for(llm, tmp_path).run(task)
@@ -166,9 +169,14 @@ class _OneLessonRecall:
     def __init__(self) -> None:
         now = datetime.now(UTC)
         self.lesson = Lesson(
-            id="L1", scope="default", error_type="KeyError", symptom="KeyError on a dict",
-            root_cause="assumed key exists", fix="use .get with a default",
-            created_at=now, updated_at=now,
+            id="L1",
+            scope="default",
+            error_type="KeyError",
+            symptom="KeyError on a dict",
+            root_cause="assumed key exists",
+            fix="use .get with a default",
+            created_at=now,
+            updated_at=now,
         )
         self.queries: list[LessonQuery] = []
         self.used: list[tuple[str, str, tuple[str, ...]]] = []
@@ -184,9 +192,7 @@ class _OneLessonRecall:
 def test_recall_seeds_generation_and_reflection(tmp_path: Path) -> None:
     recall = _OneLessonRecall()
     llm = ScriptedLLM.by_system({GEN: [code(CRASH)], REFINE: [fix(GOOD)]})
-    agent = ReflectiveAgent(
-        llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), runs_dir=None
-    )
+    agent = ReflectiveAgent(llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), runs_dir=None)
     result = agent.run(make_task(tmp_path), run_id="run-1")
     assert [q.stage for q in recall.queries] == ["seed", "reflection"]
     assert "KeyError" in recall.queries[1].error_types
@@ -200,6 +206,11 @@ def test_recall_seeds_generation_and_reflection(tmp_path: Path) -> None:
 def test_max_rounds_bound_is_exact(tmp_path: Path, rounds: int) -> None:
     wrongs = [WRONG.replace("41", str(n)) for n in range(10)]
     llm = ScriptedLLM.by_system({GEN: [code(wrongs[0])], REFINE: [fix(w) for w in wrongs[1:]]})
-    task = make_task(tmp_path, checker="import json,sys; v=json.load(open('out.json')); sys.exit(f'got {v}' if v!=42 else 0)")
+    task = make_task(
+        tmp_path,
+        checker=(
+            "import json,sys; v=json.load(open('out.json')); sys.exit(f'got {v}' if v!=42 else 0)"
+        ),
+    )
     result = agent_for(llm, tmp_path, max_rounds=rounds).run(task)
     assert len(result.rounds) == rounds and result.stop_reason == "max_rounds"

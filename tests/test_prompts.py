@@ -32,8 +32,14 @@ def test_critic_renders_numbered_checklist() -> None:
 @pytest.mark.parametrize("kind", get_args(FeedbackKind))
 def test_refiner_renders_kind_guidance_tried_fixes_and_previous(kind: FeedbackKind) -> None:
     text = prompts.render_refiner(
-        goal="g", previous="PREV", round_no=2, feedback="kind: x", kind=kind,
-        tried=["used float()"], lessons="", passed_external=False,
+        goal="g",
+        previous="PREV",
+        round_no=2,
+        feedback="kind: x",
+        kind=kind,
+        tried=["used float()"],
+        lessons="",
+        passed_external=False,
     )
     assert prompts.KIND_GUIDANCE[kind] in text
     assert "PREV" in text and "used float()" in text and "do not repeat" in text
