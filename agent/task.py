@@ -43,17 +43,40 @@ class Task(BaseModel):
         return ws if ws.is_dir() else None
 
     def workspace_files(self, max_bytes: int = 2_000) -> dict[str, str]:
-        """Text previews of workspace files, as the generator may see them."""
+        """Previews of workspace files as the generator sees them.
+
+        Like an engineer's first look with `head` and `file`: invisible characters (a BOM,
+        control bytes) are shown escaped, and a file that is not UTF-8 says so.
+        """
         previews: dict[str, str] = {}
         if self.workspace is None:
             return previews
         for path in sorted(self.workspace.rglob("*")):
             if path.is_file():
-                raw = path.read_bytes()[:max_bytes]
-                previews[str(path.relative_to(self.workspace))] = raw.decode(
-                    "utf-8", errors="replace"
+                with path.open("rb") as fh:
+                    raw = fh.read(max_bytes + 1)
+                previews[str(path.relative_to(self.workspace))] = preview_bytes(
+                    raw[:max_bytes], cut=len(raw) > max_bytes
                 )
         return previews
+
+
+def preview_bytes(raw: bytes, *, cut: bool = False) -> str:
+    """Readable text of a file's first bytes, with what is unusual about it made visible."""
+    try:
+        text = raw.decode("utf-8")
+        note = ""
+    except UnicodeDecodeError as exc:
+        if cut and exc.start >= len(raw) - 3:  # a multi-byte character cut by the bound
+            text, note = raw[: exc.start].decode("utf-8"), ""
+        else:
+            text = raw.decode("utf-8", errors="replace")
+            note = f"[not valid UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}]\n"
+    visible = "".join(
+        ch if ch.isprintable() or ch in "\n\t" else ch.encode("unicode_escape").decode("ascii")
+        for ch in text
+    )
+    return note + visible
 
 
 _ALLOWED_KEYS = {"goal", "output", "check", "timeout_s", "tags", "scope", "id"}

@@ -1,0 +1,57 @@
+"""Task loading and the workspace preview the generator sees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.errors import TaskFormatError
+from agent.task import load_task, preview_bytes
+
+
+def write_task(root: Path, toml: str) -> Path:
+    (root / "workspace").mkdir(parents=True)
+    (root / "task.toml").write_text(toml)
+    return root
+
+
+def test_load_task_reads_the_format(tmp_path: Path) -> None:
+    root = write_task(
+        tmp_path / "t1",
+        'goal = "g"\noutput = ["a.py"]\ncheck = "python a.py"\ntimeout_s = 5\n'
+        'tags = ["csv"]\nscope = "demo"\n',
+    )
+    task = load_task(root)
+    assert task.id == "t1" and task.output == ("a.py",) and task.scope == "demo"
+    assert task.workspace == root / "workspace"
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('goal = "g"\nbogus = 1\n', "unknown keys"),
+        ("goal = \n", "invalid TOML"),
+        ('output = ["a.py"]\n', "goal"),
+        ('goal = "g"\noutput = ["../escape.py"]\n', "relative path"),
+        ('goal = "g"\noutput = ["/etc/passwd"]\n', "relative path"),
+        ('goal = "g"\ntimeout_s = 0\n', "timeout_s"),
+    ],
+)
+def test_malformed_task_is_a_clear_error(tmp_path: Path, toml: str, message: str) -> None:
+    root = write_task(tmp_path / "bad", toml)
+    with pytest.raises(TaskFormatError, match=message):
+        load_task(root)
+
+
+def test_missing_task_toml(tmp_path: Path) -> None:
+    with pytest.raises(TaskFormatError, match="no task.toml"):
+        load_task(tmp_path)
+
+
+def test_preview_makes_bom_and_encoding_visible() -> None:
+    assert preview_bytes("\ufeffid,amount\n".encode()) == "\\ufeffid,amount\n"
+    latin = preview_bytes("name\nJosé\n".encode("latin-1"))
+    assert latin.startswith("[not valid UTF-8: byte 0xe9")
+    # a multi-byte character cut by the preview bound is not an encoding problem
+    assert preview_bytes("abcé".encode()[:-1], cut=True) == "abc"
