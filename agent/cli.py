@@ -18,7 +18,7 @@ from agent.session import SessionResult, open_memory, run_task
 from agent.settings import Settings
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 out = Console()
 
 
