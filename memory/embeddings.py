@@ -82,7 +82,9 @@ class MiniLMEmbedder:
             if not path.is_dir():
                 raise EmbedderUnavailableError(f"bundled MiniLM files not found at {path}")
             model = SentenceTransformer(str(path), device=self._device)
-            got = model.get_sentence_embedding_dimension()
+            # sentence-transformers >= 5 renamed it; the old name warns (an error under pytest).
+            dim_of = getattr(model, "get_embedding_dimension", None)
+            got = dim_of() if dim_of is not None else model.get_sentence_embedding_dimension()
             if got != MINILM_DIM:
                 raise EmbedderUnavailableError(f"bundled model has dim {got}, want {MINILM_DIM}")
             self._model = model

@@ -49,14 +49,16 @@ from memory.types import (
 )
 from memory.write import AfterCommitHook, LessonWriter, WriteConfig
 
-# Calibrated on all-MiniLM-L6-v2 with realistic lesson texts (tests/memory/test_minilm.py):
-# related query/lesson pairs score >= ~0.45, unrelated queries <= ~0.25.
-DEFAULT_MIN_SIMILARITY = 0.35
-# Paraphrased root cause + fix of the same lesson score >= ~0.9; different lessons of the same
-# error type <= ~0.75.
-DEFAULT_DEDUP_SIMILARITY = 0.88
-# A reflection that restates an injected lesson (looser paraphrase allowed).
-DEFAULT_LOOP_SIMILARITY = 0.85
+# Thresholds calibrated on all-MiniLM-L6-v2 with the corpus in tests/memory/memory_corpus.py
+# (12 lessons, 8 related and 10 unrelated queries, 4 paraphrases; see test_memory_minilm.py):
+# - query vs its lesson (symptom + root cause): 0.56 .. 0.86; unrelated queries: <= 0.31.
+DEFAULT_MIN_SIMILARITY = 0.40
+# - root cause + fix of the same lesson reworded: 0.83 .. 0.95 (one loose rewording: 0.62,
+#   left to consolidation); two different lessons: <= 0.66 (same error type: <= 0.58).
+DEFAULT_DEDUP_SIMILARITY = 0.80
+# - a draft from a run that was given the lesson: the prior that it restates it is high, so
+#   the guard is looser than dedup, still well above different lessons (<= 0.66).
+DEFAULT_LOOP_SIMILARITY = 0.75
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _TEXT_FIELDS = ("symptom", "root_cause", "fix", "applies_when")
 
@@ -140,10 +142,48 @@ class Memory:
                 f"{url_or_path!r} is not a local SQLite store: pass chroma_url (a Chroma server) "
                 "or chroma_path (an embedded index directory)"
             )
-        db = Database.connect(url)
-        stale = _stored_model(db) not in (None, (embedder.model_id, embedder.dim))
+        try:
+            db = Database.connect(url)
+        except BaseException:
+            _close_client(client)
+            raise
+        try:
+            memory = cls._assemble(
+                db,
+                client,
+                embedder,
+                collection=collection,
+                reembed=reembed,
+                recall_config=RecallConfig(min_similarity=min_similarity),
+                write_config=WriteConfig(
+                    dedup_similarity=dedup_similarity, loop_similarity=loop_similarity
+                ),
+                after_sql_commit=after_sql_commit,
+            )
+        except BaseException:
+            # A refused open (model mismatch, server down) must not leak connections.
+            db.dispose()
+            _close_client(client)
+            raise
+        return memory
+
+    @classmethod
+    def _assemble(
+        cls,
+        db: Database,
+        client: Any,
+        embedder: Embedder,
+        *,
+        collection: str,
+        reembed: bool,
+        recall_config: RecallConfig,
+        write_config: WriteConfig,
+        after_sql_commit: AfterCommitHook | None,
+    ) -> Memory:
+        stored = _stored_model(db)
+        stale = stored not in (None, (embedder.model_id, embedder.dim))
         if stale and not reembed:
-            model, dim = _stored_model(db) or ("?", 0)
+            model, dim = stored or ("?", 0)
             raise EmbeddingMismatchError(
                 f"store holds {model} (dim {dim}) embeddings but was opened with "
                 f"{embedder.model_id} (dim {embedder.dim}); pass reembed=True to convert it"
@@ -155,10 +195,8 @@ class Memory:
             db,
             index,
             embedder,
-            recall_config=RecallConfig(min_similarity=min_similarity),
-            write_config=WriteConfig(
-                dedup_similarity=dedup_similarity, loop_similarity=loop_similarity
-            ),
+            recall_config=recall_config,
+            write_config=write_config,
             after_sql_commit=after_sql_commit,
         )
         if stale or index.was_reset:
@@ -200,6 +238,7 @@ class Memory:
         if self._drop_index_on_close:
             self.index.client.delete_collection(self.index.name)
             self._drop_index_on_close = False
+        _close_client(self.index.client)
         self.db.dispose()
 
     def __enter__(self) -> Memory:
@@ -404,6 +443,27 @@ class Memory:
         )
         _save_model(self.db, self.embedder)
         return count
+
+
+def _close_client(client: Any) -> None:
+    # chromadb >= 1.1 clients hold sockets / SQLite handles until closed (refcounted: the
+    # shared System stops when its last client closes).
+    close = getattr(client, "close", None)
+    if close is None:
+        return
+    # chromadb 1.5 does not close the HTTP connection pools (the client's and its internal
+    # admin client's) when the System stops, which leaks sockets; close them ourselves, but
+    # only once no other client in this process shares them.
+    owners = (client, getattr(client, "_admin_client", None))
+    sessions = [getattr(getattr(o, "_server", None), "_session", None) for o in owners]
+    identifier = getattr(client, "_identifier", None)
+    close()
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    if identifier not in SharedSystemClient._identifier_to_system:
+        for session in sessions:
+            if session is not None and hasattr(session, "close"):
+                session.close()
 
 
 def _stored_model(db: Database) -> tuple[str, int] | None:

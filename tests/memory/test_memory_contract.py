@@ -1,0 +1,327 @@
+"""Contract suite: every test runs against every store kind (see conftest.STORE_KINDS).
+
+HashEmbedder keeps these fast; the thresholds that matter for real text are tested on MiniLM
+in test_memory_minilm.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import StoreSpec
+
+from memory import (
+    EmbeddingMismatchError,
+    Evidence,
+    HashEmbedder,
+    LessonDraft,
+    LessonFilter,
+    LessonNotFoundError,
+    LessonQuery,
+    Memory,
+    MemoryUsageError,
+    render_lessons,
+)
+from memory.schema import INDEX_PENDING, LessonRow
+
+
+def draft(n: int = 0, *, scope: str = "default", error_type: str = "runtime_error") -> LessonDraft:
+    """Lessons whose words do not overlap between different n (HashEmbedder: cosine ~ 0)."""
+    return LessonDraft(
+        scope=scope,
+        error_type=error_type,
+        symptom=f"alpha{n} bravo{n} charlie{n} failed",
+        root_cause=f"delta{n} echo{n} foxtrot{n}",
+        fix=f"golf{n} hotel{n} india{n}",
+        applies_when=f"juliet{n}",
+    )
+
+
+def query(n: int = 0, **kwargs: object) -> LessonQuery:
+    return LessonQuery(text=f"alpha{n} bravo{n} charlie{n} delta{n} echo{n}", **kwargs)  # type: ignore[arg-type]
+
+
+def test_add_get_roundtrip_and_reopen(spec: StoreSpec) -> None:
+    memory = spec.open()
+    result = memory.add(draft(1), run_id="run-1")
+    memory.close()
+    assert result.action == "created" and result.lesson is not None
+    reopened = spec.open()
+    try:
+        lesson = reopened.get(result.lesson.id)
+        assert lesson.root_cause == "delta1 echo1 foxtrot1"
+        assert lesson.evidence == (Evidence(run_id="run-1"),)
+        assert lesson.embedding_model == HashEmbedder().model_id
+        assert lesson.created_at.tzinfo is not None
+        assert [s.lesson.id for s in reopened.recall(query(1))] == [lesson.id]
+    finally:
+        reopened.close()
+
+
+def test_get_unknown_raises(store: Memory) -> None:
+    with pytest.raises(LessonNotFoundError):
+        store.get("les_missing")
+
+
+def test_secrets_are_redacted_before_storage(store: Memory) -> None:
+    leaked = LessonDraft(
+        error_type="runtime_error",
+        symptom="connect failed for postgresql://app:hunter2pass@db.internal:5432/prod",
+        root_cause="OPENAI key sk-proj-abcdefghijklmnopqrstuvwxyz123456 was sent as password",
+        fix="read the token from the environment",
+        evidence=(Evidence(run_id="r", excerpt="Authorization: Bearer abcdef1234567890XYZ"),),
+    )
+    lesson = store.add(leaked).lesson
+    assert lesson is not None
+    stored = store.get(lesson.id)
+    text = " ".join([stored.symptom, stored.root_cause, stored.evidence[0].excerpt])
+    for secret in (
+        "hunter2pass",
+        "sk-proj-abcdefghijklmnopqrstuvwxyz123456",
+        "abcdef1234567890XYZ",
+    ):
+        assert secret not in text
+    assert "postgresql://app:[REDACTED]@db.internal:5432/prod" in stored.symptom
+
+
+def test_duplicate_root_cause_and_fix_merges(store: Memory) -> None:
+    first = store.add(draft(1), run_id="run-a")
+    again = store.add(
+        draft(1).model_copy(update={"symptom": "a different symptom entirely"}), run_id="run-b"
+    )
+    assert first.lesson is not None and again.lesson is not None
+    assert again.action == "merged_duplicate"
+    assert again.lesson.id == first.lesson.id
+    stored = store.get(first.lesson.id)
+    assert stored.seen == 2
+    assert [e.run_id for e in stored.evidence] == ["run-a", "run-b"]
+    assert store.list_lessons().total == 1
+
+
+def test_dedup_respects_scope_and_error_type(store: Memory) -> None:
+    store.add(draft(1, scope="a"))
+    assert store.add(draft(1, scope="b")).action == "created"
+    assert store.add(draft(1, scope="a", error_type="timeout")).action == "created"
+    assert store.list_lessons().total == 3
+
+
+def test_recall_loop_guard_rejects_restated_lesson(store: Memory) -> None:
+    injected = store.add(draft(1)).lesson
+    assert injected is not None
+    restated = draft(1).model_copy(
+        update={"symptom": "seen again", "injected_lesson_ids": (injected.id,)}
+    )
+    result = store.add(restated)
+    assert result.action == "rejected_recall_loop"
+    assert result.lesson is None and injected.id in result.reason
+    assert store.get(injected.id).seen == 1  # nothing stored, not even a sighting
+    novel = draft(2).model_copy(update={"injected_lesson_ids": (injected.id,)})
+    assert store.add(novel).action == "created"
+
+
+def test_scope_isolation_and_global(store: Memory) -> None:
+    store.add(draft(1, scope="alice"))
+    shared = store.add(draft(1, scope="global")).lesson
+    assert store.recall(query(1, scope="bob")) == []
+    assert [s.lesson.scope for s in store.recall(query(1, scope="alice"))] == ["alice"]
+    both = store.recall(query(1, scope="bob", include_global=True))
+    assert shared is not None and [s.lesson.id for s in both] == [shared.id]
+
+
+def test_unrelated_query_gets_nothing(store: Memory) -> None:
+    store.add(draft(1))
+    assert store.recall(LessonQuery(text="completely other words here")) == []
+    # The cut is the store's, unless the query overrides it.
+    assert store.recall(LessonQuery(text="alpha1 zulu", min_similarity=0.99)) == []
+    assert len(store.recall(LessonQuery(text="alpha1 zulu", min_similarity=0.1))) == 1
+
+
+def test_deprecated_and_merged_are_never_recalled(store: Memory) -> None:
+    a = store.add(draft(1)).lesson
+    b = store.add(draft(2)).lesson
+    assert a is not None and b is not None
+    store.set_status(a.id, "deprecated")
+    store.set_status(b.id, "merged", merged_into=a.id)
+    assert store.recall(query(1)) == [] and store.recall(query(2)) == []
+    assert store.get(a.id).merged_from == (b.id,)
+    store.set_status(b.id, "validated")  # undo the merge
+    assert store.get(a.id).merged_from == ()
+    assert store.get(b.id).merged_into is None
+    assert [s.lesson.id for s in store.recall(query(2))] == [b.id]
+    with pytest.raises(MemoryUsageError):
+        store.set_status(a.id, "merged")
+
+
+def test_error_type_filter(store: Memory) -> None:
+    store.add(draft(1, error_type="timeout"))
+    assert store.recall(query(1, error_types=("syntax_error",))) == []
+    assert len(store.recall(query(1, error_types=("timeout",)))) == 1
+
+
+def test_token_budget_and_limit(store: Memory) -> None:
+    # Five lessons that all match the query equally well.
+    for n in range(5):
+        store.add(
+            LessonDraft(
+                error_type="runtime_error",
+                symptom=f"shared words overflow kilo{n}",
+                root_cause=f"shared words overflow lima{n}",
+                fix=f"mike{n} " * 10,
+            )
+        )
+    q = LessonQuery(text="shared words overflow", limit=5, min_similarity=0.1)
+    everything = store.recall(q.model_copy(update={"token_budget": 10_000}))
+    assert len(everything) == 5
+    one_block = len(render_lessons(everything[:1])) // 4 + 1
+    two_blocks = len(render_lessons(everything[:2])) // 4 + 1
+    budgeted = store.recall(q.model_copy(update={"token_budget": two_blocks}))
+    assert len(budgeted) == 2
+    assert len(render_lessons(budgeted)) / 4 <= two_blocks
+    assert len(store.recall(q.model_copy(update={"token_budget": one_block - 20}))) == 0
+    assert len(store.recall(q.model_copy(update={"limit": 3, "token_budget": 10_000}))) == 3
+
+
+def test_near_copies_are_diversified(store: Memory) -> None:
+    # Same symptom and root cause, different fix: not a dedup, but one is enough in a prompt.
+    base = draft(1)
+    store.add(base)
+    store.add(base.model_copy(update={"fix": "november oscar papa quebec romeo"}))
+    assert store.list_lessons().total == 2
+    assert len(store.recall(query(1, limit=5))) == 1
+
+
+def test_recall_is_read_only_and_report_use_counts(store: Memory) -> None:
+    lesson = store.add(draft(1)).lesson
+    assert lesson is not None
+    store.recall(query(1))
+    assert store.get(lesson.id).recalled == 0
+    store.record_run("run-1", task_id="t1", goal="parse prices", scope="default")
+    store.report_use("run-1", "seed", [lesson.id])
+    store.report_use("run-1", "seed", [lesson.id])  # same stage twice counts once
+    store.report_use("run-1", "reflection", [lesson.id])
+    assert store.get(lesson.id).recalled == 2
+    with pytest.raises(LessonNotFoundError):
+        store.report_use("run-1", "seed", ["les_missing"])
+
+
+def test_finish_run_sets_outcomes_and_lift(store: Memory) -> None:
+    good = store.add(draft(1)).lesson
+    bad = store.add(draft(2)).lesson
+    assert good is not None and bad is not None
+    store.report_use("run-ok", "seed", [good.id])
+    store.report_use("run-ok", "reflection", [good.id])
+    store.report_use("run-ko", "seed", [bad.id])
+    run = store.finish_run("run-ok", True, rounds=2, prompt_tokens=100, completion_tokens=50)
+    store.finish_run("run-ko", False, rounds=3)
+    store.finish_run("run-ok", True, rounds=2)  # idempotent for the counters
+    assert run.passed is True and run.recalled_lesson_ids == (good.id,)
+    assert (store.get(good.id).helped, store.get(good.id).misled) == (1, 0)
+    assert (store.get(bad.id).helped, store.get(bad.id).misled) == (0, 1)
+    assert {u.outcome for u in store.uses(good.id)} == {"passed"}
+    assert [u.stage for u in store.uses(good.id)] == ["seed", "reflection"]
+    with pytest.raises(LessonNotFoundError):
+        store.finish_run("run-missing", True)
+
+
+def test_written_lessons_are_linked_to_the_run(store: Memory) -> None:
+    store.record_run("run-w", task_id="t")
+    created = store.add(draft(1), run_id="run-w").lesson
+    assert created is not None
+    assert store.get_run("run-w").written_lesson_ids == (created.id,)
+
+
+def test_list_lessons_filters_sorts_and_pages(store: Memory) -> None:
+    for n in range(7):
+        store.add(draft(n, scope="s", error_type="timeout" if n % 2 else "runtime_error"))
+    store.add(draft(99, scope="other"))
+    page = store.list_lessons(LessonFilter(scope="s", limit=3, sort="created_at", descending=False))
+    assert page.total == 7 and len(page.items) == 3
+    rest = store.list_lessons(LessonFilter(scope="s", offset=3, limit=10, descending=False))
+    assert len(rest.items) == 4
+    ids = [lesson.id for lesson in page.items + rest.items]
+    assert len(set(ids)) == 7
+    assert store.list_lessons(LessonFilter(error_type="timeout")).total == 3
+    assert store.list_lessons(LessonFilter(status=("deprecated",))).total == 0
+    with pytest.raises(ValueError):
+        LessonFilter(limit=100_000)  # no silent cap: the caller must page
+
+
+def test_update_reembeds_and_redacts(store: Memory) -> None:
+    lesson = store.add(draft(1)).lesson
+    assert lesson is not None
+    updated = store.update(lesson.id, symptom="sierra tango uniform password=topsecret")
+    assert "topsecret" not in updated.symptom
+    assert [s.lesson.id for s in store.recall(LessonQuery(text="sierra tango uniform"))] == [
+        lesson.id
+    ]
+    assert store.check().clean
+
+
+def test_check_finds_and_repairs_drift(store: Memory) -> None:
+    a = store.add(draft(1)).lesson
+    b = store.add(draft(2)).lesson
+    c = store.add(draft(3)).lesson
+    assert a is not None and b is not None and c is not None
+    store.index.delete([a.id])  # missing from the index
+    store.index.update_metadata(  # status drift
+        [b.id],
+        [
+            {
+                "scope": "default",
+                "error_type": "runtime_error",
+                "status": "deprecated",
+                "embedding_model": b.embedding_model,
+            }
+        ],
+    )
+    store.index.upsert(["les_orphan"], [[1.0] + [0.0] * 255], ["x"], [{"scope": "default"}])
+    with store.db.write() as session:  # a crash after the SQL commit leaves this state
+        row = session.get(LessonRow, c.id)
+        assert row is not None
+        row.index_state = INDEX_PENDING
+        session.add(row)
+    report = store.check()
+    assert report.missing_in_index == (a.id,)
+    assert report.metadata_drift == (b.id,)
+    assert report.orphans_in_index == ("les_orphan",)
+    assert report.pending == (c.id,)
+    assert not report.clean
+    assert store.recall(query(1)) == [] and store.recall(query(2)) == []
+    store.check(repair=True)
+    assert store.check().clean
+    assert len(store.recall(query(1))) == 1 and len(store.recall(query(2))) == 1
+
+
+def test_reindex_rebuilds_from_sql(store: Memory) -> None:
+    for n in range(3):
+        store.add(draft(n))
+    store.index.reset()
+    assert store.recall(query(1)) == []
+    assert store.reindex() == 3
+    assert store.index.count() == 3 and store.check().clean
+    assert len(store.recall(query(1))) == 1
+
+
+def test_mixing_embedding_models_is_refused(spec: StoreSpec) -> None:
+    spec.open(HashEmbedder(dim=256)).close()
+    with pytest.raises(EmbeddingMismatchError, match="dim 256"):
+        spec.open(HashEmbedder(dim=128))
+    memory = spec.open(HashEmbedder(dim=256))
+    try:
+        with pytest.raises(EmbeddingMismatchError):
+            memory.index.upsert(["x"], [[0.1] * 128], ["doc"], [{"scope": "s"}])
+    finally:
+        memory.close()
+
+
+def test_reembed_converts_the_store(spec: StoreSpec) -> None:
+    memory = spec.open(HashEmbedder(dim=256))
+    lesson = memory.add(draft(1)).lesson
+    memory.close()
+    assert lesson is not None
+    converted = spec.open(HashEmbedder(dim=128), reembed=True)
+    try:
+        assert converted.get(lesson.id).embedding_model == "hash-bow-128"
+        assert [s.lesson.id for s in converted.recall(query(1))] == [lesson.id]
+        assert converted.add(draft(1)).action == "merged_duplicate"
+    finally:
+        converted.close()
