@@ -102,22 +102,30 @@ def lesson_lift(db: Database, lesson_ids: Sequence[str] | None = None) -> list[L
         if lesson_ids is not None:
             query = select(LessonRow).where(col(LessonRow.id).in_(list(lesson_ids)))
         lessons = session.exec(query).all()
+        wanted = {row.id for row in lessons}
+        uses = [
+            u
+            for u in session.exec(
+                select(LessonUseRow.lesson_id, LessonUseRow.run_id, LessonUseRow.created_at)
+            ).all()
+            if u[0] in wanted
+        ]
         scopes = sorted({row.scope for row in lessons})
-        runs = session.exec(
-            select(RunRow).where(col(RunRow.scope).in_(scopes), col(RunRow.passed).is_not(None))
-        ).all()
-        uses = session.exec(
-            select(LessonUseRow.lesson_id, LessonUseRow.run_id, LessonUseRow.created_at)
-        ).all()
+        # The baseline comes from the lessons' scopes; a lesson's own runs may be elsewhere.
+        finished = {
+            r.id: r
+            for r in session.exec(select(RunRow).where(col(RunRow.passed).is_not(None))).all()
+            if r.scope in scopes or r.id in {u[1] for u in uses}
+        }
         type_of = dict(session.exec(select(LessonRow.id, LessonRow.error_type)).all())
-    finished = {r.id: r for r in runs}
+    runs = [r for r in finished.values() if r.scope in scopes]
     used_by: dict[str, set[str]] = defaultdict(set)
     last_used: dict[str, datetime] = {}
     for lesson_id, run_id, created in uses:
         last_used[lesson_id] = max(_aware(created), last_used.get(lesson_id, _aware(created)))
         if run_id in finished:
             used_by[lesson_id].add(run_id)
-    run_types = {r.id: _types_met(r, type_of) for r in runs}
+    run_types = {r.id: _types_met(r, type_of) for r in finished.values()}
     by_type: dict[tuple[str, str], _Agg] = defaultdict(_Agg)
     by_scope: dict[str, _Agg] = defaultdict(_Agg)
     for run in runs:
@@ -126,7 +134,7 @@ def lesson_lift(db: Database, lesson_ids: Sequence[str] | None = None) -> list[L
             by_type[(run.scope, error_type)].add(bool(run.passed), run.rounds)
     out = []
     for row in lessons:
-        mine = [finished[r] for r in used_by.get(row.id, ())]
+        mine = [finished[r] for r in sorted(used_by.get(row.id, ()))]
         own = _Agg()
         for run in mine:
             own.add(bool(run.passed), run.rounds)

@@ -10,7 +10,7 @@ the deterministic "if ...: ...; if ...: ..." text, so no known fix is lost in a 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.errors import BackendError, ModelOutputError
 from agent.llm.base import LLM, Message, Usage
-from memory.embeddings import Embedder
 from memory.types import Evidence, Lesson, LessonStatus
 from retrospectives import prompts
 
@@ -74,10 +73,10 @@ def representative(lessons: Sequence[Lesson]) -> Lesson:
 
 
 def group_fixes(
-    lessons: Sequence[Lesson], embedder: Embedder, threshold: float
+    lessons: Sequence[Lesson], fix_vectors: Mapping[str, Sequence[float]], threshold: float
 ) -> list[list[Lesson]]:
     """Members grouped by what their fix says (greedy, cosine of fix embeddings >= threshold)."""
-    vectors = np.asarray(embedder.embed([m.fix for m in lessons]), dtype=np.float32)
+    vectors = np.asarray([fix_vectors[m.id] for m in lessons], dtype=np.float32)
     groups: list[list[int]] = []
     for i in range(len(lessons)):
         for group in groups:
@@ -128,12 +127,15 @@ def write_canonical(
     lessons: Sequence[Lesson],
     *,
     llm: LLM | None,
-    embedder: Embedder,
+    fix_vectors: Mapping[str, Sequence[float]],
     fix_threshold: float = 0.8,
     max_tokens: int = 600,
 ) -> Canonical:
-    """The canonical of `lessons` (leader first); the model is optional and may fail."""
-    groups = group_fixes(lessons, embedder, fix_threshold)
+    """The canonical of `lessons` (leader first); the model is optional and may fail.
+
+    `fix_vectors` maps each lesson id to the embedding of its fix (batched by the caller).
+    """
+    groups = group_fixes(lessons, fix_vectors, fix_threshold)
     text, written_by, usage = _model_text(lessons, groups, llm, max_tokens)
     if text is None:
         text, written_by = deterministic_text(lessons, groups), "fallback"

@@ -18,7 +18,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -50,7 +50,7 @@ class ConsolidationConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     # Root causes at least this similar are one cluster (tests/retro/test_consolidate_quality).
-    threshold: float = Field(default=0.75, gt=0, le=1)
+    threshold: float = Field(default=0.6, gt=0, le=1)
     # Fixes at least this similar count as one fix inside a merged lesson.
     fix_threshold: float = Field(default=0.8, gt=0, le=1)
     lease_ttl_s: float = Field(default=300.0, gt=0)
@@ -189,15 +189,19 @@ class Consolidator:
         # Lessons of a skipped (conflict) or deferred (too large) cluster stay unprocessed,
         # so the next pass retries them.
         retry: set[str] = set()
+        cap = self.config.max_cluster - 1
+        fix_vectors = self._fix_vectors([i for c in clusters for i in (c.leader, *c.members[:cap])])
         for cluster in clusters:
             if should_stop():
                 tally.stopped = True
                 return
             tally.held = leases.renew(self.memory.db, tally.held, self.config.lease_ttl_s)
             tally.clusters += 1
-            taken = cluster.members[: self.config.max_cluster - 1]
+            taken = cluster.members[:cap]
             retry.update(cluster.members[len(taken) :])
-            outcome = self._merge(bucket, cluster.leader, taken, vectors.vector(cluster.leader))
+            outcome = self._merge(
+                bucket, cluster.leader, taken, vectors.vector(cluster.leader), fix_vectors
+            )
             if outcome is None:
                 tally.conflicts += 1
                 retry.update(taken)
@@ -210,7 +214,12 @@ class Consolidator:
         tally.t_write += time.perf_counter() - t2
 
     def _merge(
-        self, bucket: Bucket, leader_id: str, members: Sequence[str], leader_vec: Matrix
+        self,
+        bucket: Bucket,
+        leader_id: str,
+        members: Sequence[str],
+        leader_vec: Matrix,
+        fix_vectors: Mapping[str, Sequence[float]],
     ) -> tuple[merges.MergeRecord, Usage, bool] | None:
         ids = [leader_id, *members]
         lessons = self._load(ids)
@@ -220,7 +229,7 @@ class Consolidator:
         canonical = write_canonical(
             lessons,
             llm=self.llm,
-            embedder=self.memory.embedder,
+            fix_vectors=fix_vectors,
             fix_threshold=self.config.fix_threshold,
         )
         text = canonical.text
@@ -257,6 +266,19 @@ class Consolidator:
         record, row = applied
         self._index(row, index_vec, plan.member_ids)
         return record, canonical.usage, canonical.written_by != "model"
+
+    def _fix_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """Fix embeddings of every lesson about to be merged in a bucket, in one batch."""
+        fixes: dict[str, str] = {}
+        for start in range(0, len(ids), 900):
+            chunk = list(ids[start : start + 900])
+            with self.memory.db.read() as session:
+                rows = session.exec(
+                    select(LessonRow.id, LessonRow.fix).where(col(LessonRow.id).in_(chunk))
+                ).all()
+            fixes.update(dict(rows))
+        keys = list(fixes)
+        return dict(zip(keys, self.memory.embedder.embed([fixes[k] for k in keys]), strict=True))
 
     def _load(self, ids: Sequence[str]) -> list[Lesson]:
         with self.memory.db.read() as session:

@@ -197,20 +197,26 @@ def test_concurrent_passes_on_a_file_store_do_not_double_merge(tmp_path: Path) -
     errors: list[BaseException] = []
     reports = []
     barrier = threading.Barrier(2)
+    # Opened up front: chromadb's embedded client cannot be created from two threads at once.
+    stores = [Memory.open(str(path), embedder=HashEmbedder()) for _ in range(2)]
+    consolidators = [
+        Consolidator(m, llm=None, config=CFG, holder=f"w{n}") for n, m in enumerate(stores)
+    ]
 
-    def worker() -> None:
-        with Memory.open(str(path), embedder=HashEmbedder(), dedup_similarity=1.01) as m:
-            barrier.wait()
-            try:
-                reports.append(Consolidator(m, llm=None, config=CFG).run())
-            except ConsolidationBusyError as exc:
-                errors.append(exc)
+    def worker(consolidator: Consolidator) -> None:
+        barrier.wait()
+        try:
+            reports.append(consolidator.run())
+        except ConsolidationBusyError as exc:
+            errors.append(exc)
 
-    threads = [threading.Thread(target=worker) for _ in range(2)]
+    threads = [threading.Thread(target=worker, args=(c,)) for c in consolidators]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    for m in stores:
+        m.close()
     with Memory.open(str(path), embedder=HashEmbedder()) as m:
         merged = [les for les in lessons(m).values() if les.status == "merged"]
         assert len(list_merges(m.db)) == 1 and len(merged) == 3

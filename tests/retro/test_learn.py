@@ -1,0 +1,80 @@
+"""End to end: a task fails then passes, a lesson is learned, and the next task benefits.
+
+Real loop, real sandbox, real SQLite + chromadb store; only the model is scripted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from agent.llm.base import Message
+from agent.llm.scripted import ScriptedLLM
+from agent.loop import LoopConfig, ReflectiveAgent
+from agent.sandbox import Limits, Sandbox
+from memory.embeddings import HashEmbedder
+from memory.lift import lesson_lift
+from memory.render import HEADER
+from memory.store import Memory
+from retrospectives.extract import Retrospective
+from retrospectives.learn import ConsolidationTrigger, learn
+from tests.helpers import CRASH, GEN, GOOD, REFINE, code, fix, make_task
+from tests.retro.builders import LESSON_SYS, analysis
+
+LESSON = analysis(
+    root_cause="writing 42 to out.json read a missing key from an empty dict",
+    fix="compute the value directly instead of reading the missing key",
+    applies_when="writing a computed number to out.json",
+)
+
+
+def generator(messages: Sequence[Message]) -> str:
+    # The trap is avoided exactly when a lesson was handed to the generator.
+    return code(GOOD) if HEADER in messages[-1].content else code(CRASH)
+
+
+def agent(memory: Memory, tmp_path: Path) -> tuple[ReflectiveAgent, ScriptedLLM]:
+    llm = ScriptedLLM.by_system({GEN: [generator] * 5, REFINE: [fix(GOOD, "drop the lookup")] * 5})
+    return (
+        ReflectiveAgent(
+            llm,
+            recall=memory,
+            sandbox=Sandbox(Limits(cpu_s=10)),
+            config=LoopConfig(max_rounds=3),
+            runs_dir=tmp_path / "runs",
+        ),
+        llm,
+    )
+
+
+def test_a_learned_lesson_is_recalled_and_its_lift_moves(tmp_path: Path) -> None:
+    with Memory.in_memory(HashEmbedder(), min_similarity=0.05) as memory:
+        retro = Retrospective(ScriptedLLM.by_system({LESSON_SYS: [LESSON]}))
+        first_agent, _ = agent(memory, tmp_path)
+        first = first_agent.run(make_task(tmp_path / "a"))
+        assert first.passed and len(first.rounds) == 2 and first.recalled_lesson_ids == ()
+        learned = learn(first, memory=memory, retrospective=retro)
+        (lesson_id,) = learned.created_ids
+        lesson = memory.get(lesson_id)
+        assert lesson.status == "candidate" and lesson.error_type == "KeyError"
+        assert lesson.evidence[0].run_id == first.run_id
+
+        second_agent, _ = agent(memory, tmp_path)
+        second = second_agent.run(make_task(tmp_path / "b"))
+        assert second.passed and len(second.rounds) < len(first.rounds)
+        assert lesson_id in second.recalled_lesson_ids
+        report = learn(second, memory=memory, retrospective=retro)
+        assert report.added == ()  # passed in round one: nothing new to learn
+        assert report.lift.validated == (lesson_id,)
+        after = memory.get(lesson_id)
+        assert after.helped == 1 and after.recalled == 1 and after.status == "validated"
+        (lift,) = lesson_lift(memory.db, [lesson_id])
+        assert (lift.n, lift.passed) == (1, 1) and lift.baseline_n == 1
+        assert lift.rounds_with == 1 and lift.rounds_without == 2
+
+
+def test_the_trigger_starts_a_pass_after_n_new_lessons() -> None:
+    passes: list[int] = []
+    trigger = ConsolidationTrigger(3, lambda: passes.append(1))
+    assert not trigger(["a", "b"]) and trigger(["c"]) and passes == [1]
+    assert not trigger(["d"])
