@@ -1,0 +1,399 @@
+"""Retrieval benchmark: real error output -> the lesson that fixes it; MiniLM recall vs BM25.
+
+    python scripts/bench_recall.py                       # full labelled set, real MiniLM
+    python scripts/bench_recall.py --limit 12 --embedder hash --out /tmp/recall.json
+
+benchmarks/recall/cases.toml holds small faulty programs (float('$1,299.99'), a BOM before the
+header, cp1252 read as UTF-8, ...), lessons.toml the curated lessons (one per root cause) and
+distractors. Each program really runs in agent.sandbox with the trap tasks' check command;
+the query is `classify(result).compressed()` with the loop's error-type filter, exactly what
+the loop sends to recall at reflection. No error text is written by hand.
+
+Methods on the same lessons and queries: recall as built (`Memory.recall`: MiniLM, error-type
+filter, similarity cut, 3 lessons, 300 tokens: what the reflector sees); the MiniLM ranking
+without cut or filter; BM25 over the same indexed lesson text (symptom + root cause), with
+and without the filter. BM25 has no natural "nothing relevant" answer: its no-lesson rate is
+N/A, plus the score cut that silences every unrelated query (an optimistic bound: it is
+chosen on those queries). Unrelated queries (other errors; goals sent as seed queries) must
+recall nothing: the no-lesson rate is the share that got an empty recall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import shutil
+import sys
+import tempfile
+import time
+import tomllib
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, NamedTuple, Protocol
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console
+from rich.table import Table
+
+from agent.classify import classify
+from agent.loop import LoopConfig
+from agent.sandbox import Limits, Sandbox
+from memory import Embedder, HashEmbedder, LessonDraft, LessonQuery, Memory, MiniLMEmbedder
+from memory.dedup import index_text
+from memory.quality import RankingMetrics, no_lesson_rate, ranking_metrics
+from memory.types import RecallStage
+from scripts._benchlib import REPO, round_robin, write_json_atomic
+
+SUITE = REPO / "benchmarks" / "recall"
+CHECKER = REPO / "examples" / "traps" / "_checker.py"
+CHECK = 'python solution.py && python "$TASK_DIR/check.py" result.json'
+SCOPE = "bench"
+# What the loop asks for by default: lessons per recall and their token budget.
+LOOP_LIMIT, LOOP_BUDGET = LoopConfig().lesson_limit, LoopConfig().lesson_token_budget
+
+
+class LessonSpec(LessonDraft):
+    """A curated lesson; `id` is the label the cases point to."""
+
+    id: str
+
+
+class CaseSpec(BaseModel):
+    """A faulty program (or, for unrelated queries, a goal) and the lesson that fixes it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    lesson: str | None = None
+    program: str | None = None
+    goal: str | None = None
+    files: dict[str, str] = Field(default_factory=dict)
+    encodings: dict[str, str] = Field(default_factory=dict)
+    expected: str | None = None
+    timeout_s: float = 20.0
+
+
+class Suite(NamedTuple):
+    lessons: tuple[LessonSpec, ...]
+    cases: tuple[CaseSpec, ...]
+    unrelated: tuple[CaseSpec, ...]
+
+
+class Query(BaseModel):
+    """What recall is asked: the compressed feedback (or goal), filter and target label."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    target: str | None
+    text: str
+    error_types: tuple[str, ...]
+    stage: RecallStage
+    kind: str
+
+
+class MethodReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    related: RankingMetrics
+    no_lesson_rate: float | None
+    note: str = ""
+    rankings: dict[str, list[tuple[str, float]]] = Field(default_factory=dict)
+
+
+class RecallReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    benchmark: Literal["bench_recall"] = "bench_recall"
+    embedder: str
+    lessons: int
+    methods: tuple[MethodReport, ...]
+    queries: tuple[Query, ...]
+    seconds: float
+
+
+def load_suite(root: Path = SUITE) -> Suite:
+    """Read lessons.toml and cases.toml; every case must name a known lesson."""
+    lessons = tomllib.loads((root / "lessons.toml").read_text(encoding="utf-8"))["lesson"]
+    data = tomllib.loads((root / "cases.toml").read_text(encoding="utf-8"))
+    suite = Suite(
+        lessons=tuple(LessonSpec(**x) for x in lessons),
+        cases=tuple(CaseSpec(**x) for x in data["case"]),
+        unrelated=tuple(CaseSpec(**x) for x in data.get("unrelated", ())),
+    )
+    unknown = {c.lesson or "<none>" for c in suite.cases} - {x.id for x in suite.lessons}
+    if unknown:
+        raise ValueError(f"cases point to unknown lessons: {unknown}")
+    return suite
+
+
+def run_case(case: CaseSpec, sandbox: Sandbox, checker: Path = CHECKER) -> Query:
+    """Run a case's program in the sandbox (or take its goal) and build the loop's query."""
+    if case.goal is not None:
+        return Query(id=case.id, target=None, text=case.goal, error_types=(), stage="seed",
+                     kind="goal")  # fmt: skip
+    if case.program is None:
+        raise ValueError(f"case {case.id}: needs a program or a goal")
+    with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
+        task_dir = Path(tmp) / "task"
+        workspace = task_dir / "workspace"
+        workspace.mkdir(parents=True)
+        for name, text in case.files.items():
+            (workspace / name).write_bytes(text.encode(case.encodings.get(name, "utf-8")))
+        shutil.copy(checker, task_dir / "check.py")
+        (task_dir / "expected.json").write_text(case.expected or "{}", encoding="utf-8")
+        result = sandbox.run(
+            CHECK,
+            files={"solution.py": case.program},
+            workspace=workspace,
+            task_dir=task_dir,
+            timeout_s=case.timeout_s,
+        )
+    feedback = classify(result)
+    if feedback.passed:
+        raise ValueError(f"case {case.id}: the faulty program passed its check")
+    return Query(
+        id=case.id,
+        target=case.lesson,
+        text=feedback.compressed(),
+        # The loop's reflection filter (agent.loop._error_types).
+        error_types=tuple(t for t in (feedback.error_type, feedback.kind) if t),
+        stage="reflection",
+        kind=feedback.kind,
+    )
+
+
+class Ranker(Protocol):
+    def rank(self, query: Query) -> list[tuple[str, float]]:
+        """(lesson label, score) best first; empty when nothing is deemed relevant."""
+        ...
+
+
+@dataclass(frozen=True)
+class MemoryRanker:
+    """`Memory.recall` under given knobs, mapped back to lesson labels."""
+
+    memory: Memory
+    labels: dict[str, str]
+    limit: int
+    token_budget: int
+    min_similarity: float | None
+    use_types: bool
+
+    def rank(self, query: Query) -> list[tuple[str, float]]:
+        hits = self.memory.recall(
+            LessonQuery(
+                text=query.text,
+                scope=SCOPE,
+                error_types=query.error_types if self.use_types else (),
+                stage=query.stage,
+                limit=self.limit,
+                token_budget=self.token_budget,
+                min_similarity=self.min_similarity,
+            )
+        )
+        return [(self.labels[h.lesson.id], round(h.score, 4)) for h in hits]
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens: the plain keyword view of a text."""
+    return re.findall(r"\w+", text.lower())
+
+
+class BM25:
+    """Okapi BM25 (k1=1.5, b=0.75) with the non-negative idf of Lucene.
+
+    Written out (a dozen lines) rather than taken from rank-bm25, whose idf can go negative
+    for common words: here a score > 0 means exactly "shares at least one word".
+    """
+
+    def __init__(self, docs: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
+        self.docs = [Counter(tokenize(d)) for d in docs]
+        self.lengths = [sum(c.values()) for c in self.docs]
+        self.avg = sum(self.lengths) / max(1, len(self.docs))
+        n = len(self.docs)
+        df = Counter(term for doc in self.docs for term in doc)
+        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+        self.k1, self.b = k1, b
+
+    def scores(self, query: str) -> list[float]:
+        terms = tokenize(query)
+        out = []
+        for doc, length in zip(self.docs, self.lengths, strict=True):
+            norm = self.k1 * (1 - self.b + self.b * length / self.avg)
+            tf = [(self.idf[t], doc[t]) for t in terms if t in doc]
+            out.append(sum(idf * f * (self.k1 + 1) / (f + norm) for idf, f in tf))
+        return out
+
+
+class BM25Ranker:
+    """BM25 over the indexed lesson text; optional error-type filter like the loop's."""
+
+    def __init__(self, lessons: Sequence[LessonSpec], *, use_types: bool) -> None:
+        self.lessons = list(lessons)
+        self.bm25 = BM25([index_text(x.symptom, x.root_cause) for x in self.lessons])
+        self.use_types = use_types
+
+    def rank(self, query: Query) -> list[tuple[str, float]]:
+        scored = [
+            (lesson.id, round(score, 4))
+            for lesson, score in zip(self.lessons, self.bm25.scores(query.text), strict=True)
+            if score > 0
+            and (
+                not self.use_types
+                or not query.error_types
+                or lesson.error_type in query.error_types
+            )
+        ]
+        return sorted(scored, key=lambda pair: -pair[1])
+
+
+def evaluate_method(
+    name: str,
+    ranker: Ranker,
+    related: Sequence[Query],
+    unrelated: Sequence[Query],
+    *,
+    has_cut: bool,
+    note: str = "",
+) -> MethodReport:
+    """Metrics of one ranker on the labelled and the unrelated queries."""
+    ranked = {q.id: ranker.rank(q) for q in (*related, *unrelated)}
+    metrics = ranking_metrics(
+        [[label for label, _ in ranked[q.id]] for q in related], [q.target or "" for q in related]
+    )
+    rate = no_lesson_rate([ranked[q.id] for q in unrelated]) if has_cut else None
+    return MethodReport(name=name, related=metrics, no_lesson_rate=rate, note=note, rankings=ranked)
+
+
+def with_cut(
+    report: MethodReport, related: Sequence[Query], unrelated: Sequence[Query]
+) -> MethodReport:
+    """The method with a score cut just above its best unrelated score (an oracle cut)."""
+    top = max((r[0][1] for q in unrelated if (r := report.rankings[q.id])), default=0.0)
+    cut = {q.id: [(x, s) for x, s in report.rankings[q.id] if s > top] for q in related}
+    metrics = ranking_metrics(
+        [[label for label, _ in cut[q.id]] for q in related], [q.target or "" for q in related]
+    )
+    return MethodReport(
+        name=f"{report.name}, cut > {top:.2f}",
+        related=metrics,
+        no_lesson_rate=1.0,
+        note="score cut chosen on the unrelated queries themselves: an optimistic bound",
+    )
+
+
+def build_memory(
+    embedder: Embedder, lessons: Sequence[LessonSpec]
+) -> tuple[Memory, dict[str, str]]:
+    """An in-memory store holding the curated lessons; returns it and {lesson id: label}."""
+    memory = Memory.in_memory(embedder)
+    drafts = [LessonDraft(**x.model_dump(exclude={"id", "scope"}), scope=SCOPE) for x in lessons]
+    results = memory.add_many(drafts)
+    labels: dict[str, str] = {}
+    for spec, result in zip(lessons, results, strict=True):
+        if result.action != "created" or result.lesson is None:
+            raise ValueError(f"curated lesson {spec.id} was not stored: {result.reason}")
+        labels[result.lesson.id] = spec.id
+    return memory, labels
+
+
+def evaluate(
+    suite: Suite, related: Sequence[Query], unrelated: Sequence[Query], embedder: Embedder
+) -> list[MethodReport]:
+    """Every method of the module docstring on the same queries."""
+    memory, labels = build_memory(embedder, suite.lessons)
+    cut = memory.recall_config.min_similarity
+    as_built = f"error-type filter, similarity >= {cut}, {LOOP_LIMIT} lessons, {LOOP_BUDGET} tokens"
+    methods: list[tuple[str, Ranker, bool, str]] = [
+        ("recall as built", MemoryRanker(memory, labels, LOOP_LIMIT, LOOP_BUDGET, None, True),
+         True, as_built),
+        ("vector ranking, no filter/cut",
+         MemoryRanker(memory, labels, min(50, len(suite.lessons)), 10**6, -1.0, False),
+         False, "pure ranking quality of the embedder"),
+    ]  # fmt: skip
+    try:
+        reports = [
+            evaluate_method(name, ranker, related, unrelated, has_cut=has_cut, note=note)
+            for name, ranker, has_cut, note in methods
+        ]
+    finally:
+        memory.close()
+    for use_types in (True, False):
+        name = "BM25" + (" + error-type filter" if use_types else "")
+        ranker = BM25Ranker(suite.lessons, use_types=use_types)
+        bm25 = evaluate_method(name, ranker, related, unrelated, has_cut=False, note="no cut: N/A")
+        reports += [bm25, with_cut(bm25, related, unrelated)]
+    return reports
+
+
+def print_report(report: RecallReport, console: Console) -> None:
+    n = sum(1 for q in report.queries if q.target)
+    table = Table(
+        title=f"Recall: {n} labelled errors, {len(report.queries) - n} unrelated queries, "
+        f"{report.lessons} lessons ({report.embedder})"
+    )
+    for column in ("method", "hit@1", "hit@3", "MRR", "empty (related)", "no-lesson rate", "note"):
+        table.add_column(column)
+    for m in report.methods:
+        rate = "N/A" if m.no_lesson_rate is None else f"{m.no_lesson_rate:.2f}"
+        scores = (f"{x:.2f}" for x in (m.related.hit_at_1, m.related.hit_at_3, m.related.mrr))
+        table.add_row(m.name, *scores, str(m.related.empty), rate, m.note)
+    console.print(table)
+    built = report.methods[0]
+    for q in report.queries:
+        if not q.target or [x for x, _ in built.rankings[q.id][:1]] == [q.target]:
+            continue
+        got = ", ".join(f"{x} {s:.2f}" for x, s in built.rankings[q.id]) or "nothing"
+        console.print(f"[yellow]miss@1[/] {q.id} (want {q.target}, {q.error_types}): {got}")
+
+
+def run_benchmark(
+    suite: Suite, embedder: Embedder, sandbox: Sandbox, *, limit: int | None = None,
+    on_case: Callable[[str], None] | None = None,
+) -> RecallReport:  # fmt: skip
+    """Run the (round-robin `limit` of the) labelled cases and the unrelated ones; score."""
+    start = time.monotonic()
+    cases = [*round_robin(suite.cases, lambda c: c.lesson or "", limit), *suite.unrelated]
+    queries = []
+    for i, case in enumerate(cases, 1):
+        if on_case is not None:
+            on_case(f"running {case.id} ({i}/{len(cases)})")
+        queries.append(run_case(case, sandbox))
+    related = [q for q in queries if q.target]
+    unrelated = [q for q in queries if not q.target]
+    return RecallReport(
+        embedder=embedder.model_id, lessons=len(suite.lessons), queries=tuple(queries),
+        methods=tuple(evaluate(suite, related, unrelated, embedder)),
+        seconds=round(time.monotonic() - start, 2),
+    )  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--suite", type=Path, default=SUITE)
+    parser.add_argument("--embedder", choices=("minilm", "hash"), default="minilm")
+    parser.add_argument("--limit", type=int, default=None, help="labelled cases (round robin)")
+    parser.add_argument("--out", type=Path, default=None, help="JSON output file")
+    args = parser.parse_args(argv)
+    # Wide enough for the table when the output is a file (nohup, CI), not a terminal.
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    embedder: Embedder = MiniLMEmbedder() if args.embedder == "minilm" else HashEmbedder()
+    with console.status("running faulty programs in the sandbox") as status:
+        report = run_benchmark(load_suite(args.suite), embedder, Sandbox(Limits(cpu_s=20)),
+                               limit=args.limit, on_case=status.update)  # fmt: skip
+    print_report(report, console)
+    out = args.out or REPO / "bench-results" / f"bench_recall-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    write_json_atomic(out, report.model_dump(mode="json"))
+    console.print(f"wrote {out} ({report.seconds:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

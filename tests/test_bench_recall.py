@@ -1,0 +1,99 @@
+"""scripts/bench_recall.py: metrics on hand-checkable rankings, the labelled set, a real run."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from agent.sandbox import Limits, Sandbox
+from memory import MiniLMEmbedder
+from memory.quality import no_lesson_rate, ranking_metrics
+from scripts.bench_recall import (
+    BM25,
+    MethodReport,
+    Query,
+    Suite,
+    load_suite,
+    run_benchmark,
+    run_case,
+    with_cut,
+)
+
+
+def test_ranking_metrics_by_hand() -> None:
+    rankings = [["a", "b"], ["b", "a", "c"], ["c", "d", "e", "a"], []]
+    m = ranking_metrics(rankings, ["a", "a", "a", "a"])
+    # ranks 1, 2, 4, absent
+    assert m.n == 4 and m.empty == 1
+    assert m.hit_at_1 == pytest.approx(1 / 4)
+    assert m.hit_at_3 == pytest.approx(2 / 4)
+    assert m.mrr == pytest.approx((1 + 1 / 2 + 1 / 4) / 4)
+    assert no_lesson_rate([[], ["x"], [], []]) == pytest.approx(3 / 4)
+    assert no_lesson_rate([]) is None
+    with pytest.raises(ValueError):
+        ranking_metrics([["a"]], ["a", "b"])
+
+
+def test_bm25_scores_shared_words_only() -> None:
+    bm25 = BM25(["could not convert string to float", "utf-8 byte order mark", "float float"])
+    scores = bm25.scores("ValueError: could not convert string to float: '$1,299.99'")
+    assert scores[0] > scores[2] > 0 and scores[1] == 0
+
+
+def test_oracle_cut_silences_unrelated_and_scores_the_rest() -> None:
+    def q(qid: str, target: str | None) -> Query:
+        return Query(id=qid, target=target, text="", error_types=(), stage="seed", kind="goal")
+
+    related, unrelated = [q("r1", "a"), q("r2", "b")], [q("u1", None)]
+    report = MethodReport(
+        name="toy",
+        related=ranking_metrics([["a"], ["c", "b"]], ["a", "b"]),
+        no_lesson_rate=None,
+        rankings={"r1": [("a", 5.0)], "r2": [("c", 3.0), ("b", 1.0)], "u1": [("a", 2.0)]},
+    )
+    cut = with_cut(report, related, unrelated)
+    # cut > 2.0 keeps r1 -> [a] and r2 -> [c]: hit@1 1/2, b is gone from r2
+    assert cut.no_lesson_rate == 1.0 and cut.related.hit_at_1 == pytest.approx(0.5)
+    assert cut.related.mrr == pytest.approx(0.5)
+
+
+def test_labelled_set_covers_the_trap_families() -> None:
+    suite = load_suite()
+    per_lesson = Counter(c.lesson for c in suite.cases)
+    assert len(suite.cases) >= 40 and len(suite.unrelated) >= 20
+    # every root cause of the trap families has at least two real manifestations
+    assert len(per_lesson) >= 12 and min(per_lesson.values()) >= 2
+    assert len(suite.lessons) > len(per_lesson)  # plus distractors
+    assert all(c.program or c.goal for c in (*suite.cases, *suite.unrelated))
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Sandbox:
+    return Sandbox(Limits(cpu_s=20))
+
+
+def test_queries_are_the_loops_reflection_feedback(sandbox: Sandbox) -> None:
+    suite = load_suite()
+    case = next(c for c in suite.cases if c.id == "currency_float_dollar")
+    query = run_case(case, sandbox)
+    assert query.stage == "reflection" and query.error_types == ("ValueError", "runtime_error")
+    assert "could not convert string to float: '$1,299.99'" in query.text
+    goal = run_case(next(c for c in suite.unrelated if c.goal), sandbox)
+    assert goal.stage == "seed" and goal.error_types == ()
+
+
+def test_small_run_with_the_real_embedder(sandbox: Sandbox) -> None:
+    full = load_suite()
+    suite = Suite(full.lessons, full.cases, full.unrelated[-3:])  # one program, two goals
+    report = run_benchmark(suite, MiniLMEmbedder(), sandbox, limit=6)
+    names = [m.name for m in report.methods]
+    assert names[0] == "recall as built" and any(n.startswith("BM25") for n in names)
+    for method in report.methods:
+        assert method.related.n == 6
+        assert 0.0 <= method.related.hit_at_1 <= method.related.hit_at_3 <= 1.0
+    built = report.methods[0]
+    assert built.no_lesson_rate is not None
+    assert all(len(r) <= 3 for r in built.rankings.values())  # the loop's lesson limit
+    # On this subset the real embedder finds at least one right lesson first.
+    assert built.related.hit_at_1 > 0
