@@ -1,0 +1,74 @@
+"""The CLI sub-app through typer's runner on a real store, and the periodic worker."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memory.embeddings import HashEmbedder
+from memory.store import Memory
+from retrospectives import cli
+from retrospectives.consolidate import ConsolidationConfig, Consolidator
+from retrospectives.worker import parse_duration, run_periodic
+from tests.retro.test_consolidate import BOM, CURRENCY, draft
+
+# The CLI opens MiniLM by default; the test store was built with the hashing embedder.
+OBJ = {"embedder": HashEmbedder()}
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "mem"
+    with Memory.open(str(path), embedder=HashEmbedder(), dedup_similarity=1.01) as m:
+        m.add_many([draft(r, f) for r, f in CURRENCY] + [draft(*BOM)])
+    monkeypatch.setenv("LESSONLOOP_MEMORY", str(path))
+    monkeypatch.setenv("LESSONLOOP_HOME", str(tmp_path / "home"))
+    return path
+
+
+def test_consolidate_json_then_undo(store: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(cli.retro_app, obj=OBJ, args=["consolidate", "--no-model", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["new_lessons"] == 4 and "merges" in report
+    for merge in report["merges"]:
+        undone = runner.invoke(
+            cli.retro_app, obj=OBJ, args=["consolidate", "--undo", merge["id"], "--json"]
+        )
+        assert undone.exit_code == 0 and json.loads(undone.stdout)["undone_at"]
+    again = runner.invoke(cli.retro_app, obj=OBJ, args=["consolidate", "--undo", "mrg_missing"])
+    assert again.exit_code == 2 and "no merge" in again.output
+
+
+def test_review_lists_flags(store: Path) -> None:
+    result = CliRunner().invoke(cli.retro_app, obj=OBJ, args=["review", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["flagged"] == []
+
+
+def test_parse_duration() -> None:
+    assert parse_duration("10m") == 600 and parse_duration("45s") == 45
+    assert parse_duration("2h") == 7200 and parse_duration("90") == 90
+    with pytest.raises(ValueError):
+        parse_duration("soon")
+
+
+def test_worker_stops_cleanly_when_told() -> None:
+    with Memory.in_memory(HashEmbedder(), dedup_similarity=1.01) as memory:
+        memory.add_many([draft(r, f) for r, f in CURRENCY])
+        consolidator = Consolidator(memory, llm=None, config=ConsolidationConfig(threshold=0.6))
+        stop = threading.Event()
+        reports = []
+
+        def on_report(report: object) -> None:
+            reports.append(report)
+            if len(reports) == 2:
+                stop.set()  # what the SIGTERM handler does
+
+        passes = run_periodic(consolidator, 0.01, stop, on_report=on_report)
+        assert passes == 2 and len(reports[0].merges) == 1 and reports[1].merges == ()
