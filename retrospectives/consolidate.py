@@ -106,6 +106,9 @@ class _Tally:
     stopped: bool = False
     t_cluster: float = 0.0
     t_write: float = 0.0
+    renewed_at: float = field(default_factory=time.monotonic)
+    # Canonicals written to SQL whose index entries are still to be written (per bucket).
+    to_index: list[tuple[LessonRow, list[float], tuple[str, ...]]] = field(default_factory=list)
 
 
 class Consolidator:
@@ -194,13 +197,16 @@ class Consolidator:
         for cluster in clusters:
             if should_stop():
                 tally.stopped = True
+                self._flush_index(tally)
                 return
-            tally.held = leases.renew(self.memory.db, tally.held, self.config.lease_ttl_s)
+            if time.monotonic() - tally.renewed_at > self.config.lease_ttl_s / 3:
+                tally.held = leases.renew(self.memory.db, tally.held, self.config.lease_ttl_s)
+                tally.renewed_at = time.monotonic()
             tally.clusters += 1
             taken = cluster.members[:cap]
             retry.update(cluster.members[len(taken) :])
             outcome = self._merge(
-                bucket, cluster.leader, taken, vectors.vector(cluster.leader), fix_vectors
+                bucket, cluster.leader, taken, vectors.vector(cluster.leader), fix_vectors, tally
             )
             if outcome is None:
                 tally.conflicts += 1
@@ -210,6 +216,7 @@ class Consolidator:
             tally.records.append(record)
             tally.usage += cost
             tally.fallbacks += int(fallback)
+        self._flush_index(tally)
         mark_processed(self.memory, [i for i in vectors.new_ids if i not in retry])
         tally.t_write += time.perf_counter() - t2
 
@@ -220,6 +227,7 @@ class Consolidator:
         members: Sequence[str],
         leader_vec: Matrix,
         fix_vectors: Mapping[str, Sequence[float]],
+        tally: _Tally,
     ) -> tuple[merges.MergeRecord, Usage, bool] | None:
         ids = [leader_id, *members]
         lessons = self._load(ids)
@@ -264,7 +272,7 @@ class Consolidator:
         if applied is None:
             return None
         record, row = applied
-        self._index(row, index_vec, plan.member_ids)
+        tally.to_index.append((row, index_vec, plan.member_ids))
         return record, canonical.usage, canonical.written_by != "model"
 
     def _fix_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
@@ -286,16 +294,37 @@ class Consolidator:
             found = {r.id: to_lesson(r) for r in rows}
         return [found[i] for i in ids if i in found and found[i].status in merges.ACTIVE]
 
-    def _index(self, row: LessonRow, vector: Sequence[float], members: Sequence[str]) -> None:
-        meta = lesson_metadata(row.scope, row.error_type, row.status, row.embedding_model)
+    def _flush_index(self, tally: _Tally) -> None:
+        """Write the bucket's canonicals to the index in one batch, then mark them indexed.
+
+        Until then they are "pending" in SQL (recall reads SQL status, so nothing wrong is
+        recalled meanwhile), and `Memory.check(repair=True)` finishes it after a crash.
+        """
+        if not tally.to_index:
+            return
+        rows = [row for row, _, _ in tally.to_index]
         index = self.memory.index
-        index.upsert([row.id], [vector], [index_text(row.symptom, row.root_cause)], [meta])
-        merged = lesson_metadata(row.scope, row.error_type, "merged", row.embedding_model)
-        index.update_metadata(list(members), [merged] * len(members))
+        index.upsert(
+            [r.id for r in rows],
+            [vec for _, vec, _ in tally.to_index],
+            [index_text(r.symptom, r.root_cause) for r in rows],
+            [lesson_metadata(r.scope, r.error_type, r.status, r.embedding_model) for r in rows],
+        )
+        members = [(r, m) for r, _, ms in tally.to_index for m in ms]
+        index.update_metadata(
+            [m for _, m in members],
+            [
+                lesson_metadata(r.scope, r.error_type, "merged", r.embedding_model)
+                for r, _ in members
+            ],
+        )
         with self.memory.db.write() as session:
             session.execute(
-                update(LessonRow).where(col(LessonRow.id) == row.id).values(index_state=INDEX_DONE)
+                update(LessonRow)
+                .where(col(LessonRow.id).in_([r.id for r in rows]))
+                .values(index_state=INDEX_DONE)
             )
+        tally.to_index.clear()
 
     # -- undo ----------------------------------------------------------------------------
 

@@ -1,0 +1,255 @@
+"""Benchmark consolidation: a full pass and an incremental pass at growing lesson counts.
+
+    python scripts/bench_consolidate.py                 # 1k, 10k, 100k
+    python scripts/bench_consolidate.py --sizes 1000 10000 --out bench-results/consolidate.json
+
+Each size gets a fresh file store (SQLite + embedded chromadb). Lessons come in root-cause
+groups of ~10 paraphrases spread over 5 scopes x 20 error types. Phases timed apart:
+- setup: lessons written straight to SQL and the index (not part of consolidation);
+- embed: root-cause vectors of every lesson (precomputed, cached in SQL);
+- full pass: the first pass, where every lesson is new (deterministic canonicals, no model);
+- incremental: 1 % new paraphrases added, embedded (timed apart) and consolidated.
+The hashing embedder keeps embedding cheap so the pass itself is what is measured; the
+MiniLM embedding rate is printed separately (texts/s) to extrapolate the embed phase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from memory.dedup import dedup_text, index_text, pack
+from memory.embeddings import Embedder, HashEmbedder, MiniLMEmbedder
+from memory.index import lesson_metadata
+from memory.schema import INDEX_DONE, LessonRow, utcnow
+from memory.store import Memory
+from retrospectives.consolidate import ConsolidationConfig, Consolidator
+from retrospectives.vectors import embed_pending
+
+WORDS = [
+    "amount",
+    "currency",
+    "header",
+    "bom",
+    "encoding",
+    "comma",
+    "decimal",
+    "timezone",
+    "naive",
+    "json",
+    "quote",
+    "key",
+    "missing",
+    "column",
+    "row",
+    "float",
+    "int",
+    "string",
+    "list",
+    "dict",
+    "none",
+    "empty",
+    "cell",
+    "locale",
+    "sign",
+    "prefix",
+    "suffix",
+    "space",
+    "case",
+    "order",
+    "sort",
+    "round",
+    "precision",
+    "loop",
+    "bound",
+    "index",
+    "slice",
+    "file",
+    "stream",
+    "memory",
+    "recursion",
+    "limit",
+    "parse",
+    "convert",
+    "strip",
+    "split",
+    "join",
+    "format",
+    "date",
+    "month",
+    "year",
+    "utf",
+    "latin",
+    "byte",
+    "mark",
+]
+FILLER = [
+    "the",
+    "a",
+    "value",
+    "values",
+    "when",
+    "because",
+    "so",
+    "which",
+    "is",
+    "are",
+    "was",
+    "were",
+    "from",
+    "in",
+    "of",
+]
+
+
+def make_lessons(n: int, rng: random.Random, start: int = 0) -> list[tuple[int, str, str, str]]:
+    """(group, scope, error_type, root_cause): ~10 paraphrases per group."""
+    groups = max(1, n // 10)
+    out = []
+    for i in range(start, start + n):
+        g = rng.randrange(groups) if start else i % groups
+        core = random.Random(g).sample(WORDS, 5)
+        words = core + rng.sample(FILLER, 3) + [rng.choice(WORDS)]
+        rng.shuffle(words)
+        out.append((g, f"scope{g % 5}", f"Error{g % 20}", " ".join(words)))
+    return out
+
+
+def write_lessons(memory: Memory, lessons: list[tuple[int, str, str, str]]) -> None:
+    """Bulk insert (setup only): SQL rows and index entries, no dedup."""
+    embedder = memory.embedder
+    for start in range(0, len(lessons), 2000):
+        chunk = lessons[start : start + 2000]
+        dedup = embedder.embed([dedup_text(r, f"fix for group {g}") for g, _, _, r in chunk])
+        index = embedder.embed([index_text(f"{t} in solution.py", r) for _, _, t, r in chunk])
+        now = utcnow()
+        rows = [
+            LessonRow(
+                id=f"les_{start + k:08d}{random.getrandbits(24):06x}",
+                scope=s,
+                error_type=t,
+                symptom=f"{t} in solution.py",
+                root_cause=r,
+                fix=f"fix for group {g}",
+                created_at=now,
+                updated_at=now,
+                embedding_model=embedder.model_id,
+                dedup_vector=pack(d),
+                index_state=INDEX_DONE,
+            )
+            for k, ((g, s, t, r), d) in enumerate(zip(chunk, dedup, strict=True))
+        ]
+        with memory.db.write() as session:
+            session.add_all(rows)
+        memory.index.upsert(
+            [r.id for r in rows],
+            index,
+            [index_text(r.symptom, r.root_cause) for r in rows],
+            [lesson_metadata(r.scope, r.error_type, r.status, r.embedding_model) for r in rows],
+        )
+
+
+def bench_size(n: int, embedder: Embedder, workdir: Path) -> dict[str, float | int]:
+    rng = random.Random(n)
+    with Memory.open(str(workdir / f"store-{n}"), embedder=embedder) as memory:
+        t = time.perf_counter()
+        write_lessons(memory, make_lessons(n, rng))
+        setup = time.perf_counter() - t
+        consolidator = Consolidator(memory, llm=None, config=ConsolidationConfig(threshold=0.6))
+        t = time.perf_counter()
+        embedded = embed_pending(memory)
+        embed = time.perf_counter() - t
+        full = consolidator.run()
+        extra = make_lessons(max(1, n // 100), rng, start=n)
+        write_lessons(memory, extra)
+        t = time.perf_counter()
+        embed_pending(memory)
+        embed_incr = time.perf_counter() - t
+        incr = consolidator.run()
+        noop = consolidator.run()
+        return {
+            "lessons": n,
+            "setup_s": setup,
+            "embed_s": embed,
+            "embedded": embedded,
+            "full_s": full.seconds_cluster + full.seconds_write,
+            "full_cluster_s": full.seconds_cluster,
+            "full_merges": len(full.merges),
+            "incr_new": len(extra),
+            "incr_embed_s": embed_incr,
+            "incr_s": incr.seconds_cluster + incr.seconds_write,
+            "incr_merges": len(incr.merges),
+            "noop_merges": len(noop.merges),
+        }
+
+
+def minilm_rate(count: int = 256) -> float:
+    """MiniLM embedding throughput (texts/s) on lesson-like texts, for extrapolation."""
+    texts = [" ".join(random.Random(i).sample(WORDS, 9)) for i in range(count)]
+    embedder = MiniLMEmbedder()
+    embedder.embed(texts[:8])  # load
+    t = time.perf_counter()
+    embedder.embed(texts)
+    return count / (time.perf_counter() - t)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--out", type=Path, default=Path("bench-results/consolidate.json"))
+    parser.add_argument("--no-minilm", action="store_true", help="skip the MiniLM rate")
+    args = parser.parse_args()
+    console = Console()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in args.sizes:
+            console.print(f"[dim]{n} lessons...[/]")
+            results.append(bench_size(n, HashEmbedder(256), Path(tmp)))
+    rate = None if args.no_minilm else minilm_rate()
+    table = Table(title="consolidation (hashing embedder, no model; seconds)")
+    for col in (
+        "lessons",
+        "embed",
+        "full pass",
+        "merges",
+        "x prev",
+        "+new",
+        "incr embed",
+        "incr pass",
+        "incr merges",
+        "3rd pass merges",
+    ):
+        table.add_column(col, justify="right")
+    prev = None
+    for r in results:
+        growth = f"{r['full_s'] / prev:.1f}" if prev else "-"
+        prev = float(r["full_s"])
+        table.add_row(
+            str(r["lessons"]),
+            f"{r['embed_s']:.2f}",
+            f"{r['full_s']:.2f}",
+            str(r["full_merges"]),
+            growth,
+            str(r["incr_new"]),
+            f"{r['incr_embed_s']:.2f}",
+            f"{r['incr_s']:.2f}",
+            str(r["incr_merges"]),
+            str(r["noop_merges"]),
+        )
+    console.print(table)
+    if rate:
+        console.print(f"MiniLM embedding: {rate:.0f} texts/s (embed phase at MiniLM = n / rate)")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"results": results, "minilm_texts_per_s": rate}, indent=2))
+    console.print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
