@@ -35,7 +35,7 @@ _RULES: tuple[tuple[str, re.Pattern[str], _Replacer], ...] = (
     (
         "url_credentials",
         # scheme://user:password@host -> keep user and host, mask the password.
-        re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)([^:/@\s]+):([^@\s/]+)@"),
+        re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)([^:/@\s]*):([^@\s/]+)@"),
         lambda m: f"{m.group(1)}{m.group(2)}:{MASK}@",
     ),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"), MASK),

@@ -1,0 +1,102 @@
+"""Pure unit tests: rendering, token estimate, hashing embedder, URL handling, ranking."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory import HashEmbedder, Lesson, LessonQuery, ScoredLesson, estimate_tokens, render_lessons
+from memory.db import sql_url
+from memory.embeddings import Embedder, MiniLMEmbedder
+from memory.recall import RecallConfig, lift, score, where_clause
+from memory.render import HEADER
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def lesson(**overrides: object) -> Lesson:
+    fields: dict[str, object] = {
+        "id": "les_1",
+        "scope": "demo",
+        "error_type": "runtime_error",
+        "symptom": "ValueError: could not convert\n string to float",
+        "root_cause": "currency symbols",
+        "fix": "strip '$' and ','",
+        "applies_when": "money columns",
+        "created_at": NOW,
+        "updated_at": NOW,
+    }
+    fields.update(overrides)
+    return Lesson.model_validate(fields)
+
+
+def test_render_is_structured_and_hedged() -> None:
+    block = render_lessons(
+        [
+            ScoredLesson(lesson=lesson(), similarity=0.8, score=0.9),
+            ScoredLesson(lesson=lesson(id="les_2", applies_when=""), similarity=0.7, score=0.7),
+        ]
+    )
+    assert block.splitlines()[0] == HEADER and "may not apply" in HEADER
+    assert "1. [runtime_error] Symptom: ValueError: could not convert string to float" in block
+    assert "   Root cause: currency symbols" in block
+    assert "   Fix: strip '$' and ','" in block
+    assert "   Applies when: money columns" in block
+    assert block.count("Applies when") == 1
+    assert render_lessons([]) == ""
+
+
+def test_estimate_tokens() -> None:
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abcd") == 1
+    assert estimate_tokens("abcde") == 2
+
+
+def test_hash_embedder_is_deterministic_and_normalised() -> None:
+    emb = HashEmbedder(dim=64)
+    a, b, empty = emb.embed(["Missing BOM in CSV", "missing bom in csv", ""])
+    assert a == b == HashEmbedder(dim=64).embed(["missing BOM in csv"])[0]
+    assert math.isclose(sum(x * x for x in a), 1.0, rel_tol=1e-9)
+    assert math.isclose(sum(x * x for x in empty), 1.0)
+    assert isinstance(emb, Embedder) and isinstance(MiniLMEmbedder(), Embedder)
+    assert emb.model_id == "hash-bow-64"
+
+
+def test_lift_and_score_order_equally_similar_lessons() -> None:
+    cfg = RecallConfig(min_similarity=0.4)
+    fresh, old = lesson(), lesson(updated_at=NOW - timedelta(days=365))
+    helped, misled = lesson(helped=5), lesson(misled=5)
+    assert lift(lesson()) == 0 and lift(helped) > 0 > lift(misled)
+    assert score(0.6, helped, cfg, NOW) > score(0.6, fresh, cfg, NOW) > score(0.6, misled, cfg, NOW)
+    assert score(0.6, fresh, cfg, NOW) > score(0.6, old, cfg, NOW)
+    # similarity dominates: a much better match beats a proven but weaker one
+    assert score(0.8, fresh, cfg, NOW) > score(
+        0.6, helped.model_copy(update={"status": "validated"}), cfg, NOW
+    )
+
+
+def test_where_clause() -> None:
+    clause = where_clause(
+        LessonQuery(text="x", scope="a", include_global=True, error_types=("timeout",))
+    )
+    assert clause == {
+        "$and": [
+            {"scope": {"$in": ["a", "global"]}},
+            {"status": {"$in": ["candidate", "validated"]}},
+            {"error_type": {"$in": ["timeout"]}},
+        ]
+    }
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("postgresql://u@h/db", "postgresql+psycopg://u@h/db"),
+        ("postgres://u@h/db", "postgresql+psycopg://u@h/db"),
+        ("sqlite:///x.db", "sqlite:///x.db"),
+    ],
+)
+def test_sql_url(given: str, expected: str) -> None:
+    assert sql_url(given) == expected
