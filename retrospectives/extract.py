@@ -40,6 +40,16 @@ NO_MODEL = "deterministic: no model"
 UNRESOLVED = "unresolved"
 
 _PLACEHOLDERS = {"", "...", "n/a", "none", "unknown", "todo", "tbd"}
+# The hints of LESSON_SYSTEM's JSON template: a small model sometimes copies them verbatim.
+_TEMPLATE_HINTS = {
+    "why it failed",
+    "what to do instead",
+    "the situation or input where this lesson matters",
+    # LESSON_SYSTEM's example answer (a different task): copying it is no lesson.
+    "the csv header starts with a utf-8 byte order mark, so the first key differs",
+    "open the file with encoding='utf-8-sig' so the mark is removed",
+    "reading csv files exported by excel or windows tools",
+}
 
 
 class LessonAnalysis(BaseModel):
@@ -56,10 +66,12 @@ class LessonAnalysis(BaseModel):
     def _not_placeholder(cls, value: str) -> str:
         # A small model sometimes echoes the template ("<why it failed>"): that is no lesson.
         text = value.strip()
-        if text.lower().strip(".") in _PLACEHOLDERS or (
-            text.startswith("<") and text.endswith(">")
-        ):
-            raise ValueError("a real sentence is required, not a placeholder")
+        bare = text.strip("<>.\"' ").lower()
+        if bare in _PLACEHOLDERS or bare in _TEMPLATE_HINTS:
+            raise ValueError("a real sentence is required, not the template's placeholder")
+        if len(text.split()) < 3:
+            # "ValueError" is a name, not a cause: the lesson must say why.
+            raise ValueError("write a full sentence (at least three words)")
         return text
 
 

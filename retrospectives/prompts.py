@@ -12,9 +12,10 @@ LESSON_SYSTEM = """\
 You write one lesson from a programming attempt so the same mistake is avoided next time.
 Be general: name the kind of input, data or assumption that caused the failure, not this
 task's variable names. Keep each field to one or two sentences.
-Reply with JSON only:
-{"root_cause": "<why it failed>", "fix": "<what to do instead>",
- "applies_when": "<the situation or input where this lesson matters>"}"""
+Reply with JSON only, three full sentences about THIS failure, for example (another task):
+{"root_cause": "The CSV header starts with a UTF-8 byte order mark, so the first key differs.",
+ "fix": "Open the file with encoding='utf-8-sig' so the mark is removed.",
+ "applies_when": "Reading CSV files exported by Excel or Windows tools."}"""
 
 LESSON_USER = Template("""\
 Task: $goal

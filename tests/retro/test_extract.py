@@ -145,7 +145,9 @@ def test_multi_round_run_yields_one_lesson_per_failure_and_a_process_lesson() ->
         record(3, candidate(GOOD + "\n#b", "keep cents"), WRONG_TOTAL),
         record(4, candidate(GOOD, "round to 2 places"), OK),
     )
-    llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(), analysis(fix="keep decimals")]})
+    llm = ScriptedLLM.by_system(
+        {LESSON_SYS: [analysis(), analysis(fix="keep the decimals of every amount")]}
+    )
     outcome = Retrospective(llm).analyse(result)
     types = [d.error_type for d in outcome.drafts]
     assert types == ["ValueError", "AssertionError", PROCESS_ERROR_TYPE]
