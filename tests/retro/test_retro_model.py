@@ -25,5 +25,6 @@ def test_real_model_writes_a_schema_valid_lesson() -> None:
     )  # re-validates against the schema the model was held to
     assert draft.status == "candidate" and draft.error_type == "ValueError"
     print(
-        f"\nfallbacks: {outcome.fallbacks}\nroot cause: {draft.root_cause}\nfix: {draft.fix}\nwhen: {draft.applies_when}"
+        f"\nfallbacks: {outcome.fallbacks}\nroot cause: {draft.root_cause}"
+        f"\nfix: {draft.fix}\nwhen: {draft.applies_when}"
     )
