@@ -256,7 +256,12 @@ class LessonIndex:
         embeddings = (result["embeddings"] or [[]])[0]
         return [
             # cosine space: distance = 1 - cosine similarity.
-            Hit(lesson_id=i, similarity=1.0 - float(d), vector=np.asarray(e, dtype=np.float32))
+            Hit(
+                lesson_id=i,
+                # float32 rounding can push an exact match a hair above 1.
+                similarity=min(1.0, 1.0 - float(d)),
+                vector=np.asarray(e, dtype=np.float32),
+            )
             for i, d, e in zip(ids, distances, embeddings, strict=True)
         ]
 

@@ -21,17 +21,13 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
-from memory import runs, sync
-from memory.db import Database, sql_url
-from memory.dedup import dedup_text, index_text, pack
+from memory import edit, runs, sync, wiring
+from memory.db import Database
 from memory.embeddings import Embedder, HashEmbedder
 from memory.errors import EmbeddingMismatchError, LessonNotFoundError, MemoryConfigError
-from memory.errors import MemoryUsageError as _UsageError
 from memory.index import LessonIndex, embedded_client, ephemeral_client, http_client
-from memory.index import lesson_metadata as _meta
 from memory.recall import RecallConfig, recall
-from memory.redact import redact
-from memory.schema import INDEX_PENDING, LessonRow, MetaRow, to_lesson, utcnow
+from memory.schema import LessonRow, to_lesson
 from memory.sync import Progress
 from memory.types import (
     AddResult,
@@ -59,24 +55,6 @@ DEFAULT_DEDUP_SIMILARITY = 0.80
 # - a draft from a run that was given the lesson: the prior that it restates it is high, so
 #   the guard is looser than dedup, still well above different lessons (<= 0.66).
 DEFAULT_LOOP_SIMILARITY = 0.75
-_SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-_TEXT_FIELDS = ("symptom", "root_cause", "fix", "applies_when")
-
-
-def _locations(url_or_path: str, chroma_path: str | Path | None) -> tuple[str, Path | None]:
-    """(SQL URL, embedded chroma dir) for `Memory.open`."""
-    if chroma_path is not None:
-        return sql_url(url_or_path), Path(chroma_path).expanduser()
-    if "://" not in url_or_path:
-        path = Path(url_or_path).expanduser()
-        if path.suffix in _SQLITE_SUFFIXES:
-            return sql_url(str(path)), path.with_suffix(".chroma")
-        path.mkdir(parents=True, exist_ok=True)
-        return sql_url(str(path / "memory.sqlite3")), path / "chroma"
-    url = sql_url(url_or_path)
-    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-        return url, Path(url[len("sqlite:///") :]).with_suffix(".chroma")
-    return url, None
 
 
 class Memory:
@@ -132,7 +110,7 @@ class Memory:
         several processes sharing one store need. `reembed=True` accepts a different embedding
         model than the store was built with and re-embeds every lesson.
         """
-        url, local_chroma = _locations(url_or_path, chroma_path)
+        url, local_chroma = wiring.locations(url_or_path, chroma_path)
         if chroma_url is not None:
             client = http_client(chroma_url)
         elif local_chroma is not None:
@@ -145,7 +123,7 @@ class Memory:
         try:
             db = Database.connect(url)
         except BaseException:
-            _close_client(client)
+            wiring.close_client(client)
             raise
         try:
             memory = cls._assemble(
@@ -163,7 +141,7 @@ class Memory:
         except BaseException:
             # A refused open (model mismatch, server down) must not leak connections.
             db.dispose()
-            _close_client(client)
+            wiring.close_client(client)
             raise
         return memory
 
@@ -180,7 +158,7 @@ class Memory:
         write_config: WriteConfig,
         after_sql_commit: AfterCommitHook | None,
     ) -> Memory:
-        stored = _stored_model(db)
+        stored = wiring.stored_model(db)
         stale = stored not in (None, (embedder.model_id, embedder.dim))
         if stale and not reembed:
             model, dim = stored or ("?", 0)
@@ -201,7 +179,7 @@ class Memory:
         )
         if stale or index.was_reset:
             memory.reindex(reembed=True)
-        _save_model(db, embedder)
+        wiring.save_model(db, embedder)
         return memory
 
     @classmethod
@@ -223,7 +201,7 @@ class Memory:
         recall_opts.setdefault("min_similarity", DEFAULT_MIN_SIMILARITY)
         write_opts.setdefault("dedup_similarity", DEFAULT_DEDUP_SIMILARITY)
         write_opts.setdefault("loop_similarity", DEFAULT_LOOP_SIMILARITY)
-        _save_model(db, embedder)
+        wiring.save_model(db, embedder)
         return cls(
             db,
             index,
@@ -238,7 +216,7 @@ class Memory:
         if self._drop_index_on_close:
             self.index.client.delete_collection(self.index.name)
             self._drop_index_on_close = False
-        _close_client(self.index.client)
+        wiring.close_client(self.index.client)
         self.db.dispose()
 
     def __enter__(self) -> Memory:
@@ -284,24 +262,8 @@ class Memory:
             "fix": fix,
             "applies_when": applies_when,
         }
-        changes = {
-            k: redact(v) if k in _TEXT_FIELDS else v for k, v in given.items() if v is not None
-        }
-        old = self.get(lesson_id)
-        new = old.model_copy(update=changes)
-        dedup_vec, index_vec = self.embedder.embed(
-            [dedup_text(new.root_cause, new.fix), index_text(new.symptom, new.root_cause)]
-        )
-        with self.db.write(lock_scope=new.scope) as session:
-            row = self._row_for_update(session, lesson_id)
-            for key, value in changes.items():
-                setattr(row, key, value)
-            row.dedup_vector = pack(dedup_vec)
-            row.embedding_model = self.embedder.model_id
-            row.index_state = INDEX_PENDING
-            row.updated_at = utcnow()
-            session.add(row)
-        self._writer.index_rows([row], {row.id: index_vec})
+        fields = {k: v for k, v in given.items() if v is not None}
+        edit.update_lesson(self.db, self._writer, self.embedder, self.get(lesson_id), fields)
         return self.get(lesson_id)
 
     def set_status(
@@ -309,38 +271,7 @@ class Memory:
     ) -> Lesson:
         """Change a lesson's status. `merged` needs `merged_into` (recorded on both sides);
         leaving `merged` undoes the merge link, so merges are reversible."""
-        if (status == "merged") != (merged_into is not None):
-            raise _UsageError("merged_into is required for status 'merged' and only for it")
-        if merged_into == lesson_id:
-            raise _UsageError("a lesson cannot be merged into itself")
-        with self.db.write() as session:
-            row = self._row_for_update(session, lesson_id)
-            previous_target = row.merged_into
-            if previous_target is not None and previous_target != merged_into:
-                target = session.get(LessonRow, previous_target, with_for_update=True)
-                if target is not None:
-                    target.merged_from = [i for i in target.merged_from if i != lesson_id]
-                    session.add(target)
-            if merged_into is not None:
-                target = self._row_for_update(session, merged_into)
-                if lesson_id not in target.merged_from:
-                    target.merged_from = [*target.merged_from, lesson_id]
-                session.add(target)
-            row.status = status
-            row.merged_into = merged_into
-            row.updated_at = utcnow()
-            session.add(row)
-        self.index.update_metadata(
-            [row.id], [_meta(row.scope, row.error_type, row.status, row.embedding_model)]
-        )
-        return to_lesson(row)
-
-    @staticmethod
-    def _row_for_update(session: Any, lesson_id: str) -> LessonRow:
-        row: LessonRow | None = session.get(LessonRow, lesson_id, with_for_update=True)
-        if row is None:
-            raise LessonNotFoundError(f"no lesson {lesson_id!r}")
-        return row
+        return edit.set_status(self.db, self.index, lesson_id, status, merged_into)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -441,49 +372,5 @@ class Memory:
         count = sync.reindex(
             self.db, self.index, self._writer, self.embedder, reembed=reembed, progress=progress
         )
-        _save_model(self.db, self.embedder)
+        wiring.save_model(self.db, self.embedder)
         return count
-
-
-def _close_client(client: Any) -> None:
-    # chromadb >= 1.1 clients hold sockets / SQLite handles until closed (refcounted: the
-    # shared System stops when its last client closes).
-    close = getattr(client, "close", None)
-    if close is None:
-        return
-    # chromadb 1.5 does not close the HTTP connection pools (the client's and its internal
-    # admin client's) when the System stops, which leaks sockets; close them ourselves, but
-    # only once no other client in this process shares them.
-    owners = (client, getattr(client, "_admin_client", None))
-    sessions = [getattr(getattr(o, "_server", None), "_session", None) for o in owners]
-    identifier = getattr(client, "_identifier", None)
-    close()
-    from chromadb.api.shared_system_client import SharedSystemClient
-
-    if identifier not in SharedSystemClient._identifier_to_system:
-        for session in sessions:
-            if session is not None and hasattr(session, "close"):
-                session.close()
-
-
-def _stored_model(db: Database) -> tuple[str, int] | None:
-    with db.read() as session:
-        model = session.get(MetaRow, "embedding_model")
-        dim = session.get(MetaRow, "embedding_dim")
-        if model is None or dim is None:
-            return None
-        return model.value, int(dim.value)
-
-
-def _save_model(db: Database, embedder: Embedder) -> None:
-    with db.write(lock_scope="__meta__") as session:
-        for key, value in (
-            ("embedding_model", embedder.model_id),
-            ("embedding_dim", str(embedder.dim)),
-        ):
-            row = session.get(MetaRow, key, with_for_update=True)
-            if row is None:
-                session.add(MetaRow(key=key, value=value))
-            elif row.value != value:
-                row.value = value
-                session.add(row)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
-from sqlalchemy import update
+from sqlalchemy import func, update
 from sqlmodel import col, select
 
 from memory.db import Database
@@ -103,7 +103,7 @@ def reindex(
     """
     index.reset()
     with db.read() as session:
-        total = len(session.exec(select(LessonRow.id)).all())
+        total = session.exec(select(func.count()).select_from(LessonRow)).one()
     done = 0
     for page in _all_rows(db):
         if reembed:

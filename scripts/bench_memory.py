@@ -1,0 +1,439 @@
+"""Benchmark the lesson memory: write throughput and recall latency at 1k / 10k / 100k lessons.
+
+    python scripts/bench_memory.py --sizes 1000 10000 100000 --modes embedded server \
+        --json bench_memory.json
+
+Modes:
+- embedded: SQLite file + embedded chromadb (PersistentClient) in a temp dir.
+- server:   PostgreSQL + a Chroma server. Pass --pg-url/--chroma-url, or let the script start
+            both (PostgreSQL 15 binaries and the `chroma` CLI, as the test suite does).
+
+Lessons are generated from templates (error families x symptoms x causes x fixes, with slots
+for columns, files, functions, values) and spread over 20 project scopes plus "global".
+Vectors: real all-MiniLM-L6-v2 embeddings of a pool of template lessons (--pool, cached in
+--cache), each reused with a small random jitter (cosine ~0.9 to its base) to give every
+lesson its own vector. Embedding 100k lessons twice (recall text and dedup text) with MiniLM
+takes hours on a 2-core machine, and the timings of interest here exclude embedding anyway;
+--exact embeds every lesson for real. The per-query MiniLM embedding time is measured and
+reported separately. Dedup runs (the scan is paid) with a threshold of 0.999 so the store
+reaches the requested size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from memory import LessonDraft, LessonQuery, Memory, MiniLMEmbedder  # noqa: E402
+from memory.dedup import dedup_text, index_text  # noqa: E402
+from memory.embeddings import MINILM_DIM, MINILM_MODEL_ID  # noqa: E402
+
+SCOPES = [f"proj-{i:02d}" for i in range(20)]
+COLS = ["price", "amount", "total", "unit_cost", "revenue", "balance", "fee", "salary"]
+FILES = ["sales.csv", "export.csv", "orders.tsv", "ledger.xlsx", "events.jsonl", "users.csv"]
+FUNCS = ["parse_row", "load_prices", "daily_totals", "flatten", "fetch_rates", "merge_users"]
+LIBS = ["pandas", "csv", "json", "datetime", "requests", "decimal", "re"]
+
+# error_type -> list of (symptom, root cause, fix) templates.
+FAMILIES: dict[str, list[tuple[str, str, str]]] = {
+    "runtime_error": [
+        (
+            "ValueError: could not convert string to float: '${v},200.50' in {col}",
+            "the {col} column of {file} holds currency strings with '$' and thousands separators",
+            "strip the currency symbol and separators before float(); use Decimal for money",
+        ),
+        (
+            "KeyError: '{col}' while reading {file} with csv.DictReader",
+            "{file} starts with a UTF-8 byte order mark so the first header is '\\ufeff{col}'",
+            "open {file} with encoding='utf-8-sig'",
+        ),
+        (
+            "UnicodeDecodeError: 'utf-8' codec can't decode byte 0x{v}e in {file}",
+            "{file} is cp1252 encoded, not UTF-8",
+            "open {file} with encoding='cp1252' or detect it",
+        ),
+        (
+            "TypeError: unsupported operand type(s) for +: 'int' and 'str' in {func}",
+            "{func} mixes numbers parsed by {lib} with raw strings from {file}",
+            "convert every {col} value once at load time and validate the type",
+        ),
+        (
+            "AttributeError: 'NoneType' object has no attribute 'group' in {func}",
+            "the regex in {func} does not match rows where {col} is empty",
+            "check the match before calling .group() and skip or report bad rows",
+        ),
+    ],
+    "check_failed": [
+        (
+            "daily totals in {func} are off by one day for events near midnight",
+            "timestamps in {file} carry a UTC offset but were compared as naive datetimes",
+            "parse the offset with {lib}, convert to UTC before taking .date()",
+        ),
+        (
+            "{col} totals are 100 times too large for European rows of {file}",
+            "{col} uses a decimal comma and removing commas turned 12,50 into 1250",
+            "replace the decimal comma by a point and drop thousands dots when the locale says so",
+        ),
+        (
+            "expected {v} rows from {func} but got {v}9",
+            "range(1, n) in {func} stops before n so the last page is skipped",
+            "use range(1, n + 1) or loop until an empty page",
+        ),
+        (
+            "average {col} is truncated to an integer in {func}",
+            "{func} uses floor division // for the mean",
+            "use true division / and round for display",
+        ),
+        (
+            "second call of {func} returns rows from the first call",
+            "{func} has a mutable default argument rows=[] shared between calls",
+            "default to None and build a new list inside {func}",
+        ),
+    ],
+    "syntax_error": [
+        (
+            "SyntaxError: f-string: unmatched '[' at line {v} of {func}",
+            "the f-string in {func} reuses the outer quote inside the braces (Python 3.11)",
+            "use the other quote character inside the braces",
+        ),
+        (
+            "IndentationError: unexpected indent at line {v}",
+            "the generated code mixes tabs and spaces in {func}",
+            "re-indent {func} with 4 spaces",
+        ),
+    ],
+    "timeout": [
+        (
+            "the check timed out after {v} s while {func} fetched data",
+            "{func} calls {lib} without a timeout and the sandbox has no network",
+            "read the data from {file} instead of the network; always pass timeout=",
+        ),
+        (
+            "the check timed out after {v} s in {func} on the large {file}",
+            "{func} is quadratic: it rescans {file} for every row",
+            "index rows by key in a dict once, then look them up",
+        ),
+    ],
+    "resource_error": [
+        (
+            "RecursionError: maximum recursion depth exceeded in {func}",
+            "{func} recurses into strings, which are iterable themselves",
+            "treat str and bytes as atoms, or use an explicit stack",
+        ),
+        (
+            "MemoryError while loading {file} in {func}",
+            "{func} reads the whole of {file} into memory with {lib}",
+            "stream {file} in chunks and aggregate incrementally",
+        ),
+    ],
+}
+
+
+def generate(n: int, seed: int) -> list[LessonDraft]:
+    """n varied lesson drafts (deterministic for a seed)."""
+    rng = random.Random(seed)
+    families = [(t, tpl) for t, tpls in FAMILIES.items() for tpl in tpls]
+    drafts = []
+    for i in range(n):
+        error_type, (sym, cause, fix) = families[i % len(families)]
+        slots = {
+            "col": rng.choice(COLS),
+            "file": rng.choice(FILES),
+            "func": rng.choice(FUNCS),
+            "lib": rng.choice(LIBS),
+            "v": str(rng.randint(1, 999)),
+        }
+        scope = "global" if rng.random() < 0.05 else rng.choice(SCOPES)
+        drafts.append(
+            LessonDraft(
+                scope=scope,
+                error_type=error_type,
+                symptom=sym.format(**slots) + f" (case {i})",
+                root_cause=cause.format(**slots) + f" [ref {seed}-{i}]",
+                fix=fix.format(**slots),
+                applies_when=f"{slots['lib']} code reading {slots['file']}",
+            )
+        )
+    return drafts
+
+
+class TableEmbedder:
+    """Serves precomputed vectors by text; every text the bench uses is in the table."""
+
+    def __init__(self, table: dict[str, np.ndarray]) -> None:
+        self.table = table
+
+    @property
+    def model_id(self) -> str:
+        return MINILM_MODEL_ID
+
+    @property
+    def dim(self) -> int:
+        return MINILM_DIM
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.table[t].tolist() for t in texts]
+
+
+def _jitter(base: np.ndarray, rng: np.random.Generator, sigma: float = 0.025) -> np.ndarray:
+    v = base + rng.normal(0.0, sigma, size=base.shape).astype(np.float32)
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def pool_vectors(minilm: MiniLMEmbedder, texts: list[str], cache: Path, name: str) -> np.ndarray:
+    """MiniLM vectors of `texts`, cached on disk between runs."""
+    path = cache / f"{name}-{len(texts)}.npy"
+    if path.exists():
+        return np.load(path)
+    vecs = np.asarray(minilm.embed(texts), dtype=np.float32)
+    cache.mkdir(parents=True, exist_ok=True)
+    np.save(path, vecs)
+    return vecs
+
+
+def build_table(
+    drafts: list[LessonDraft], queries: list[str], minilm: MiniLMEmbedder, args: argparse.Namespace
+) -> dict[str, np.ndarray]:
+    """Vectors for every dedup text, index text and query of the run."""
+    rng = np.random.default_rng(args.seed)
+    idx_texts = [index_text(d.symptom, d.root_cause) for d in drafts]
+    ded_texts = [dedup_text(d.root_cause, d.fix) for d in drafts]
+    table: dict[str, np.ndarray] = {}
+    if args.exact:
+        for texts in (idx_texts, ded_texts, queries):
+            for t, v in zip(texts, minilm.embed(texts), strict=True):
+                table[t] = np.asarray(v, dtype=np.float32)
+        return table
+    pool = generate(args.pool, seed=10_000 + args.seed)
+    p_idx = pool_vectors(
+        minilm, [index_text(d.symptom, d.root_cause) for d in pool], args.cache, "idx"
+    )
+    p_ded = pool_vectors(minilm, [dedup_text(d.root_cause, d.fix) for d in pool], args.cache, "ded")
+    for i, (it, dt) in enumerate(zip(idx_texts, ded_texts, strict=True)):
+        # Same template family position -> similar base vector, like real related lessons.
+        j = i % args.pool
+        table[it] = _jitter(p_idx[j], rng)
+        table[dt] = _jitter(p_ded[j], rng)
+    for k, q in enumerate(queries):
+        table[q] = _jitter(p_idx[k % args.pool], rng, sigma=0.035)
+    return table
+
+
+@dataclass
+class Result:
+    mode: str
+    size: int
+    stored: int
+    load_s: float
+    load_per_s: float
+    add_p50_ms: float
+    add_p95_ms: float
+    add_per_s: float
+    recall_p50_ms: float
+    recall_p95_ms: float
+    recall_mean_hits: float
+    query_embed_p50_ms: float
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1000
+
+
+def run_one(
+    mode: str,
+    size: int,
+    opener: Callable[[TableEmbedder], Memory],
+    minilm: MiniLMEmbedder,
+    embed_ms: float,
+    args: argparse.Namespace,
+) -> Result:
+    drafts = generate(size + args.adds, seed=args.seed + size)
+    load, extra = drafts[:size], drafts[size:]
+    rng = random.Random(args.seed)
+    # Queries read like the error output of a new run: a pool lesson's symptom (same family
+    # as the pool vector its embedding is derived from).
+    pool = generate(args.pool, seed=10_000 + args.seed)
+    queries = [
+        f"{pool[k % args.pool].symptom.split(' (case')[0]} #{k}" for k in range(args.queries)
+    ]
+    table = build_table(drafts, queries, minilm, args)
+    memory = opener(TableEmbedder(table))
+    try:
+        t0 = time.perf_counter()
+        for start in range(0, size, args.batch):
+            memory.add_many(load[start : start + args.batch])
+            if args.verbose:
+                print(f"  {mode} {size}: loaded {min(size, start + args.batch)}", flush=True)
+        load_s = time.perf_counter() - t0
+        add_ms = [timed(lambda d=d: memory.add(d)) for d in extra]
+        recall_ms, hits = [], []
+        for q in queries:
+            scope = rng.choice(SCOPES)
+            lq = LessonQuery(text=q, scope=scope, include_global=True, limit=3, token_budget=400)
+            t = time.perf_counter()
+            found = memory.recall(lq)
+            recall_ms.append((time.perf_counter() - t) * 1000)
+            hits.append(len(found))
+        stored = memory.list_lessons().total
+    finally:
+        memory.close()
+    return Result(
+        mode=mode,
+        size=size,
+        stored=stored,
+        load_s=round(load_s, 2),
+        load_per_s=round(size / load_s, 1),
+        add_p50_ms=round(pct(add_ms, 0.5), 2),
+        add_p95_ms=round(pct(add_ms, 0.95), 2),
+        add_per_s=round(1000 * len(add_ms) / sum(add_ms), 1),
+        recall_p50_ms=round(pct(recall_ms, 0.5), 2),
+        recall_p95_ms=round(pct(recall_ms, 0.95), 2),
+        recall_mean_hits=round(statistics.mean(hits), 2),
+        query_embed_p50_ms=round(embed_ms, 1),
+    )
+
+
+def measure_query_embedding(minilm: MiniLMEmbedder, n: int = 20) -> float:
+    """p50 ms of embedding one query with the real MiniLM (warm model)."""
+    minilm.embed(["warm up"])
+    texts = [f"ValueError: could not convert string to float: '${k},99' in price" for k in range(n)]
+    return pct([timed(lambda t=t: minilm.embed([t])) for t in texts], 0.5)
+
+
+def server_opener(
+    args: argparse.Namespace, stack: list[Callable[[], None]]
+) -> Callable[[int], Callable[[TableEmbedder], Memory]]:
+    pg_url, chroma_url = args.pg_url, args.chroma_url
+    pg = None
+    if pg_url is None or chroma_url is None:
+        sys.path.insert(0, str(REPO / "tests" / "memory"))
+        from memory_servers import start_chroma, start_postgres
+
+        if pg_url is None:
+            pg = start_postgres()
+            stack.append(pg.stop)
+        if chroma_url is None:
+            chroma = start_chroma()
+            stack.append(chroma.stop)
+            chroma_url = chroma.url
+
+    def for_size(size: int) -> Callable[[TableEmbedder], Memory]:
+        name = f"bench{size}_{uuid.uuid4().hex[:6]}"
+        url = pg.create_database(name) if pg is not None else pg_url
+
+        def open_(emb: TableEmbedder) -> Memory:
+            return Memory.open(
+                url,
+                embedder=emb,
+                chroma_url=chroma_url,
+                collection=f"lessons-{name}",
+                dedup_similarity=0.999,
+            )
+
+        return open_
+
+    return for_size
+
+
+def print_table(results: list[Result]) -> None:
+    cols = [
+        ("mode", "mode"),
+        ("size", "lessons"),
+        ("load_per_s", "bulk/s"),
+        ("add_p50_ms", "add p50"),
+        ("add_p95_ms", "add p95"),
+        ("recall_p50_ms", "recall p50"),
+        ("recall_p95_ms", "recall p95"),
+        ("recall_mean_hits", "hits"),
+        ("query_embed_p50_ms", "q-embed p50"),
+    ]
+    print(" | ".join(f"{title:>11}" for _, title in cols))
+    for r in results:
+        d = asdict(r)
+        print(" | ".join(f"{d[key]!s:>11}" for key, _ in cols))
+    print("(times in ms; recall excludes query embedding; q-embed = real MiniLM, one query)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--modes", nargs="+", choices=["embedded", "server"], default=["embedded"])
+    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--adds", type=int, default=200, help="single add() calls timed")
+    parser.add_argument("--batch", type=int, default=500, help="add_many batch for the bulk load")
+    parser.add_argument("--pool", type=int, default=1000, help="distinct MiniLM-embedded lessons")
+    parser.add_argument("--exact", action="store_true", help="embed every lesson with MiniLM")
+    parser.add_argument(
+        "--cache", type=Path, default=Path(tempfile.gettempdir()) / "lessonloop-bench"
+    )
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--pg-url")
+    parser.add_argument("--chroma-url")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+
+    minilm = MiniLMEmbedder(batch_size=128)
+    embed_ms = measure_query_embedding(minilm)
+    results: list[Result] = []
+    cleanup: list[Callable[[], None]] = []
+    try:
+        for mode in args.modes:
+            server = server_opener(args, cleanup) if mode == "server" else None
+            for size in args.sizes:
+                with tempfile.TemporaryDirectory(prefix="lessonloop-bench-") as tmp:
+                    if server is not None:
+                        opener = server(size)
+                    else:
+
+                        def opener(emb: TableEmbedder, tmp: str = tmp) -> Memory:
+                            return Memory.open(tmp, embedder=emb, dedup_similarity=0.999)
+
+                    result = run_one(mode, size, opener, minilm, embed_ms, args)
+                results.append(result)
+                print(json.dumps(asdict(result)), flush=True)
+    finally:
+        for stop in reversed(cleanup):
+            stop()
+    print_table(results)
+    if args.json:
+        meta = {
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+            "cpus": __import__("os").cpu_count(),
+            "pool": args.pool,
+            "exact": args.exact,
+            "queries": args.queries,
+            "adds": args.adds,
+        }
+        args.json.write_text(
+            json.dumps({"meta": meta, "results": [asdict(r) for r in results]}, indent=2)
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
