@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sqlite3
 import sys
 import tempfile
@@ -364,6 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from agent.settings import Settings
 
     config, out, keep = parse_args(argv)
+    _interrupt_on_signals()
     console = Console(width=None if sys.stdout.isatty() else 160)
     llm = resolve_llm(config.model, Settings.from_env(model=config.model))
     embedder: Embedder = MiniLMEmbedder() if config.embedder == "minilm" else HashEmbedder()
@@ -371,6 +373,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = run_bench(config, out, llm=llm, embedder=embedder, sandbox=sandbox,
                         console=console, keep_stores=keep)  # fmt: skip
     return 130 if results.interrupted else 0
+
+
+def _interrupt_on_signals() -> None:
+    """SIGTERM, and SIGINT even under nohup (which ignores it), stop like Ctrl-C: the partial
+    results are kept, the curves drawn."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
 
 
 if __name__ == "__main__":
