@@ -65,21 +65,22 @@ def round_robin(items: Sequence[T], key: Callable[[T], str], limit: int | None) 
 
 
 def select_tasks(tasks: Sequence[Task], limit: int | None, per_family: int) -> list[Task]:
-    """All tasks, or `limit` of them: families in name order, `per_family` tasks each.
+    """All tasks, or the first `limit` of: `per_family` tasks of every family (families in
+    name order), then the remaining tasks one family at a time.
 
-    Several tasks per family (not one each) so that a small stream can still transfer.
+    Several tasks per family first (not one each), so that a short stream can transfer.
     """
     if limit is None or limit >= len(tasks):
         return list(tasks)
     families: dict[str, list[Task]] = {}
     for task in tasks:
         families.setdefault(family_of(task), []).append(task)
-    picked: list[Task] = []
-    for group in families.values():
-        picked.extend(group[: min(per_family, limit - len(picked))])
-        if len(picked) >= limit:
-            break
-    return picked
+    ranked = sorted(
+        ((max(i, per_family - 1), f, task) for f, group in enumerate(families.values())
+         for i, task in enumerate(group)),
+        key=lambda item: item[:2],
+    )  # fmt: skip
+    return [task for _, _, task in ranked[:limit]]
 
 
 def family_of(task: Task) -> str:
@@ -142,8 +143,6 @@ def ratio(numerator: float, denominator: float) -> float | None:
     """numerator / denominator, or None when the denominator is 0."""
     return numerator / denominator if denominator else None
 
-
-# -- bench_learning records, summary and curves --------------------------------------------
 
 Condition = Literal["none", "learning", "frozen"]
 CONDITIONS: tuple[Condition, ...] = ("none", "learning", "frozen")

@@ -22,11 +22,10 @@ temperature and seed, which the embedded model is at temperature 0):
   store is snapshotted at the split (SQL copied, vector index rebuilt from SQL) instead of
   training a second time; the training records are copied, marked `reused`.
 
-Figures per condition (mean and [min-max] over orders and seeds): first-round and final
-success, mean rounds, tokens and wall time per solved task, plus the retrospective's tokens
-(the cost of learning). The frozen condition is reported on the evaluation part, next to the
-other two on the same positions. Results go to --out: bench_learning.json (rewritten after
-every run, so Ctrl-C keeps what was done) and bench_learning.png (curves along the stream).
+Figures per condition (mean [min-max] over orders x seeds): first-round and final success,
+mean rounds, tokens and wall time per solved task, the retrospective's tokens (the cost of
+learning); the evaluation part (after the split) also for none and learning. --out gets
+bench_learning.json (rewritten after every run: Ctrl-C keeps what was done) and .png.
 """
 
 from __future__ import annotations
@@ -60,7 +59,7 @@ from agent.loop import LoopConfig, ReflectiveAgent
 from agent.result import RunResult
 from agent.sandbox import Limits, Sandbox
 from agent.task import Task, load_task
-from memory import Embedder, HashEmbedder, Memory, MiniLMEmbedder, NullRecall
+from memory import Embedder, HashEmbedder, LessonFilter, Memory, MiniLMEmbedder, NullRecall
 from memory.types import LessonQuery, Recall, RecallStage, ScoredLesson
 from retrospectives.extract import Retrospective
 from scripts._benchlib import (
@@ -77,8 +76,7 @@ from scripts._benchlib import (
     stream_order,
 )
 
-# Measured on this 2-core machine with the embedded Qwen2.5-Coder-0.5B (see the module's
-# --limit 6 run in the PR notes); only used to print an estimate before starting.
+# Seconds per loop run, measured here with the embedded model: sizes the default budget.
 EST_SECONDS_PER_RUN = 40.0
 
 
@@ -92,6 +90,9 @@ class BenchConfig(BaseModel):
     seeds: int = Field(default=1, ge=1)
     orders: int = Field(default=2, ge=1)
     limit: int | None = Field(default=None, ge=2)
+    # Without --limit, as many tasks as fit this many minutes at `sec_per_run` (0: all).
+    budget_min: float = Field(default=60.0, ge=0)
+    sec_per_run: float = Field(default=EST_SECONDS_PER_RUN, gt=0)
     per_family: int = Field(default=2, ge=1)
     train_frac: float = Field(default=0.5, gt=0, lt=1)
     max_rounds: int = Field(default=3, ge=1)
@@ -109,6 +110,16 @@ def plan(config: BenchConfig, n: int) -> dict[str, int]:
     runs["learning"] = streams * learning if {"learning", "frozen"} & set(config.conditions) else 0
     runs["frozen"] = streams * (n - split) if "frozen" in config.conditions else 0
     return runs
+
+
+def fit_budget(config: BenchConfig, found: int) -> int | None:
+    """--limit, or the largest task count whose planned runs fit the time budget."""
+    if config.limit is not None or config.budget_min <= 0:
+        return config.limit
+    budget_s = config.budget_min * 60
+    fits = (n for n in range(found, 1, -1)
+            if sum(plan(config, n).values()) * config.sec_per_run <= budget_s)  # fmt: skip
+    return next(fits, 2)
 
 
 def split_at(config: BenchConfig, n: int) -> int:
@@ -262,8 +273,6 @@ def record(cond: Condition, task: Task, result: RunResult, key: dict[str, Any]) 
 
 def export_lessons(stores: dict[str, Memory]) -> dict[str, list[dict[str, Any]]]:
     """Every stored lesson with its counters, per learning store (for the post-mortem)."""
-    from memory import LessonFilter
-
     out: dict[str, list[dict[str, Any]]] = {}
     for name, memory in stores.items():
         if name.startswith("learning"):
@@ -280,7 +289,9 @@ def parse_args(argv: Sequence[str] | None) -> tuple[BenchConfig, Path, bool]:
     p.add_argument("--model", default="local:qwen2.5-coder-0.5b")
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--orders", type=int, default=2)
-    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--limit", type=int, default=None, help="tasks (default: fit the budget)")
+    p.add_argument("--budget-min", type=float, default=60.0, help="0: every task")
+    p.add_argument("--sec-per-run", type=float, default=EST_SECONDS_PER_RUN)
     p.add_argument("--per-family", type=int, default=2)
     p.add_argument("--train-frac", type=float, default=0.5)
     p.add_argument("--max-rounds", type=int, default=3)
@@ -291,7 +302,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[BenchConfig, Path, bool]:
     p.add_argument("--keep-stores", action="store_true", help="keep the memory stores in --out")
     a = p.parse_args(argv)
     fields = ("model", "seeds", "orders", "limit", "per_family", "train_frac", "max_rounds",
-              "temperature", "embedder")  # fmt: skip
+              "temperature", "embedder", "budget_min", "sec_per_run")  # fmt: skip
     config = BenchConfig(
         task_dirs=tuple(a.task_dirs),
         conditions=tuple(c.strip() for c in a.conditions.split(",")),
@@ -307,14 +318,14 @@ def run_bench(
 ) -> LearningResults:  # fmt: skip
     """Run, rewriting out/bench_learning.json after every record; the PNG at the end."""
     found = [load_task(d) for d in discover_tasks(config.task_dirs)]
-    tasks = select_tasks(found, config.limit, config.per_family)
+    tasks = select_tasks(found, fit_budget(config, len(found)), config.per_family)
     if len(tasks) < 2:
         raise SystemExit(f"bench_learning needs at least 2 tasks, found {len(tasks)}")
     runs = plan(config, len(tasks))
-    estimate = sum(runs.values()) * EST_SECONDS_PER_RUN / 60
+    estimate = sum(runs.values()) * config.sec_per_run / 60
     console.print(
-        f"{len(tasks)} tasks, {config.orders} orders x {config.seeds} seeds; loop runs {runs}; "
-        f"estimate ~{estimate:.0f} min at ~{EST_SECONDS_PER_RUN:.0f} s/run"
+        f"{len(tasks)} of {len(found)} tasks, {config.orders} orders x {config.seeds} seeds; "
+        f"loop runs {runs}; estimate ~{estimate:.0f} min at ~{config.sec_per_run:.0f} s/run"
     )
     results = LearningResults(
         config=config.model_dump(mode="json"), tasks=[t.id for t in tasks],
@@ -376,8 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _interrupt_on_signals() -> None:
-    """SIGTERM, and SIGINT even under nohup (which ignores it), stop like Ctrl-C: the partial
-    results are kept, the curves drawn."""
+    """SIGTERM, and SIGINT even under nohup (which ignores it), stop like Ctrl-C does."""
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt(signal.Signals(signum).name)

@@ -17,9 +17,10 @@ from rich.console import Console
 from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
 from agent.sandbox import Limits, Sandbox
+from agent.task import load_task
 from memory import HashEmbedder, LessonNotFoundError, Memory
-from scripts._benchlib import RunRecord, discover_tasks, round_robin, summarise
-from scripts.bench_learning import BenchConfig, plan, run_bench
+from scripts._benchlib import RunRecord, discover_tasks, round_robin, select_tasks, summarise
+from scripts.bench_learning import BenchConfig, fit_budget, plan, run_bench
 from tests.helpers import GEN, REFINE, code, fix
 
 LESSON_SYSTEM = "You write one lesson"
@@ -102,9 +103,16 @@ def test_discovery_skips_helpers_and_selects_per_family(tmp_path: Path) -> None:
     found = discover_tasks([root, root / "money_1"])
     assert [p.name for p in found] == ["money_1", "money_2", "money_3", "plain_4"]
     assert round_robin([1, 2, 3, 4], lambda x: str(x % 2), 3) == [1, 2, 3]
-    config = BenchConfig(task_dirs=(root,), orders=2, seeds=1, train_frac=0.5)
+    config = BenchConfig(task_dirs=(root,), orders=2, seeds=1, train_frac=0.5, sec_per_run=40)
     # none once per task; learning full stream per order; frozen only the eval half
     assert plan(config, 4) == {"none": 4, "learning": 8, "frozen": 4}
+    tasks = [load_task(p) for p in found]
+    # two per family first (so a short stream can transfer), then the rest
+    assert [t.id for t in select_tasks(tasks, 3, 2)] == ["money_1", "money_2", "plain_4"]
+    assert fit_budget(config.model_copy(update={"budget_min": 16 * 40 / 60}), 4) == 4
+    # 12 runs of budget: 3 tasks need 3 + 6 + 2 = 11 runs, 4 tasks 16
+    assert fit_budget(config.model_copy(update={"budget_min": 12 * 40 / 60}), 4) == 3
+    assert fit_budget(config.model_copy(update={"limit": 2}), 4) == 2
 
 
 def test_summary_is_hand_checkable() -> None:
