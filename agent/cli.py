@@ -12,10 +12,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agent.cli_lessons import lessons_app
+from agent.cli_memory import memory_app
+from agent.cli_report import report_app
 from agent.errors import LessonloopError
 from agent.loop import LoopEvent
 from agent.session import SessionResult, open_memory, run_task
 from agent.settings import Settings
+from retrospectives.cli import retro_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 err = Console(stderr=True, soft_wrap=True)
@@ -94,6 +98,12 @@ def _print_summary(session: SessionResult) -> None:
     for added in session.lessons:
         lesson_id = added.lesson.id if added.lesson else "-"
         out.print(Text(f"lesson {added.action}: {lesson_id} ", style="green") + Text(added.reason))
+
+
+app.add_typer(lessons_app, name="lessons")
+app.add_typer(memory_app, name="memory")
+app.add_typer(retro_app)  # top-level `consolidate` and `review`
+app.add_typer(report_app)  # top-level `stats` and `report`
 
 
 def main() -> None:

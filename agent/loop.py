@@ -360,8 +360,13 @@ class _Run:
         return critique_feedback(completion.parsed), completion.usage
 
     def _seed_text(self) -> str:
-        files = ", ".join(self.task.workspace_files())
-        return f"{self.task.goal}\nfiles: {files}" if files else self.task.goal
+        # The goal plus the first lines of the inputs: lessons are indexed by symptom and
+        # root cause, and the data's surface ("$1,299.99", a BOM) is what they share.
+        parts = [self.task.goal]
+        for name, preview in self.task.workspace_files(max_bytes=300).items():
+            head = "\n".join(preview.splitlines()[:3])
+            parts.append(f"--- {name} ---\n{head}")
+        return "\n".join(parts)
 
 
 def _error_types(feedback: Feedback) -> tuple[str, ...]:

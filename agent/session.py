@@ -23,6 +23,7 @@ from agent.task import Task, load_task
 from memory import Memory, MiniLMEmbedder
 from memory.types import AddResult, NullRecall
 from retrospectives.extract import Retrospective
+from retrospectives.learn import learn as learn_from_run
 
 
 class SessionResult(BaseModel):
@@ -85,27 +86,27 @@ def run_with_memory(
     """Run `task` with `agent`, then record the outcome and (if `learn`) the new lessons."""
     run_id = uuid.uuid4().hex[:12]
     if memory is not None:
+        # Registered first so the lessons the loop recalls are recorded against this run.
         memory.record_run(run_id, task_id=task.id, goal=task.goal, scope=task.scope)
     result = agent.run(task, run_id=run_id)
     _write_run_dir(result)
     if memory is None:
         return SessionResult(run=result)
-    added: list[AddResult] = []
-    fallbacks: tuple[str, ...] = ()
-    usage = Usage()
-    if learn:
-        outcome = Retrospective(retro_llm).analyse(result)
-        added = [memory.add(draft, run_id=run_id) for draft in outcome.drafts]
-        fallbacks, usage = outcome.fallbacks, outcome.usage
-    memory.finish_run(
-        run_id,
-        result.passed,
-        rounds=len(result.rounds),
-        prompt_tokens=result.usage.prompt_tokens,
-        completion_tokens=result.usage.completion_tokens,
-    )
+    if not learn:
+        memory.finish_run(
+            run_id,
+            result.passed,
+            rounds=len(result.rounds),
+            prompt_tokens=result.usage.prompt_tokens,
+            completion_tokens=result.usage.completion_tokens,
+        )
+        return SessionResult(run=result)
+    report = learn_from_run(result, memory=memory, retrospective=Retrospective(retro_llm))
     return SessionResult(
-        run=result, lessons=tuple(added), retro_fallbacks=fallbacks, retro_usage=usage
+        run=result,
+        lessons=report.added,
+        retro_fallbacks=report.retro.fallbacks,
+        retro_usage=report.retro.usage,
     )
 
 

@@ -29,6 +29,8 @@ class Settings(BaseSettings):
     n_threads: int | None = None
 
     home: Path = Field(default_factory=_default_home)
+    # Where the joined, verified GGUF is kept; default home/cache.
+    cache: Path | None = None
     # Memory store: a path (SQLite file + chroma dir beside it) or an SQLAlchemy URL.
     memory: str | None = None
     chroma_url: str | None = None  # http://host:port for a Chroma server (shared memory)
@@ -38,7 +40,7 @@ class Settings(BaseSettings):
 
     @property
     def cache_dir(self) -> Path:
-        return self.home / "cache"
+        return self.cache or self.home / "cache"
 
     @property
     def runs_dir(self) -> Path:

@@ -45,10 +45,11 @@ _TEMPLATE_HINTS = {
     "why it failed",
     "what to do instead",
     "the situation or input where this lesson matters",
-    # LESSON_SYSTEM's example answer (a different task): copying it is no lesson.
-    "the csv header starts with a utf-8 byte order mark, so the first key differs",
-    "open the file with encoding='utf-8-sig' so the mark is removed",
-    "reading csv files exported by excel or windows tools",
+    # LESSON_SYSTEM's example answer: copying it is no lesson. It is deliberately far from
+    # the data traps the agent meets, so a true lesson is never mistaken for the example.
+    "a default list argument is created once and shared by every call",
+    "default the argument to none and create a new list inside the function",
+    "functions that take an optional list or dict argument",
 }
 
 

@@ -13,9 +13,9 @@ You write one lesson from a programming attempt so the same mistake is avoided n
 Be general: name the kind of input, data or assumption that caused the failure, not this
 task's variable names. Keep each field to one or two sentences.
 Reply with JSON only, three full sentences about THIS failure, for example (another task):
-{"root_cause": "The CSV header starts with a UTF-8 byte order mark, so the first key differs.",
- "fix": "Open the file with encoding='utf-8-sig' so the mark is removed.",
- "applies_when": "Reading CSV files exported by Excel or Windows tools."}"""
+{"root_cause": "A default list argument is created once and shared by every call.",
+ "fix": "Default the argument to None and create a new list inside the function.",
+ "applies_when": "Functions that take an optional list or dict argument."}"""
 
 LESSON_USER = Template("""\
 Task: $goal

@@ -1,0 +1,154 @@
+"""`lessonloop run` end to end: real task dir, real sandbox, real SQLite + chromadb store,
+a scripted model (the shipped double, selected with --model scripted:FILE)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import CRASH, GEN, GOOD, REFINE, code, fix
+
+LESSON = "You write one lesson"
+ANALYSIS = json.dumps(
+    {
+        "root_cause": "the CSV starts with a UTF-8 byte order mark, so the first header "
+        "is '\\ufeffamount', not 'amount'",
+        "fix": "open CSV files with encoding='utf-8-sig'",
+        "applies_when": "reading CSV files exported by Excel or Windows tools",
+    }
+)
+BOM_CRASH = "import csv, json\nrows = list(csv.DictReader(open('orders.csv')))\n" + (
+    "json.dump(sum(float(r['amount']) for r in rows), open('total.json', 'w'))"
+)
+BOM_GOOD = BOM_CRASH.replace("open('orders.csv')", "open('orders.csv', encoding='utf-8-sig')")
+
+
+def make_bom_task(root: Path) -> Path:
+    (root / "workspace").mkdir(parents=True)
+    (root / "workspace" / "orders.csv").write_text("\ufeffamount,region\n10.5,EU\n2,US\n")
+    (root / "check.py").write_text(
+        "import json, sys\nv = json.load(open('total.json'))\n"
+        "sys.exit(0 if abs(v - 12.5) < 1e-9 else f'total.json holds {v}, which is wrong')\n"
+    )
+    (root / "task.toml").write_text(
+        'goal = "Read orders.csv and write the sum of its amount column to total.json"\n'
+        'output = ["solution.py"]\n'
+        'check = "python solution.py && python \\"$TASK_DIR/check.py\\""\ntimeout_s = 20\n'
+        'scope = "cli-test"\n'
+    )
+    return root
+
+
+def make_task_dir(root: Path) -> Path:
+    (root / "workspace").mkdir(parents=True)
+    (root / "workspace" / "input.txt").write_text("6 7\n")
+    (root / "check.py").write_text(
+        "import json, sys\nv = json.load(open('out.json'))\n"
+        "sys.exit(0 if v == 42 else f'got {v}')\n"
+    )
+    (root / "task.toml").write_text(
+        'goal = "Write the number 42 as JSON to out.json"\noutput = ["solution.py"]\n'
+        'check = "python solution.py && python \\"$TASK_DIR/check.py\\""\ntimeout_s = 20\n'
+        'scope = "cli-test"\n'
+    )
+    return root
+
+
+def lessonloop(tmp_path: Path, replies: object, *args: str) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / f"replies-{len(list(tmp_path.glob('replies-*')))}.json"
+    script.write_text(json.dumps(replies))
+    env = {**os.environ, "LESSONLOOP_HOME": str(tmp_path / "home")}
+    return subprocess.run(
+        [sys.executable, "-m", "agent", "run", *args, "--model", f"scripted:{script}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+def test_run_json_without_memory(tmp_path: Path) -> None:
+    task = make_task_dir(tmp_path / "task")
+    proc = lessonloop(
+        tmp_path, {GEN: [code(CRASH)], REFINE: [fix(GOOD)]}, str(task), "--no-memory", "--json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["passed"] is True and data["rounds"] == 2
+    assert data["feedback_kinds"] == ["runtime_error", "success"]
+    assert data["usage"]["total_tokens"] > 0 and data["usage"]["calls"] == 2
+    assert "round  1  generated" in proc.stderr  # live progress goes to stderr
+    run_dir = Path(data["run_dir"])
+    assert (run_dir / "best" / "solution.py").read_text() == GOOD + "\n"
+    assert (run_dir / "trajectory.json").is_file()
+
+
+def test_failed_run_exits_non_zero_with_unresolved_issues(tmp_path: Path) -> None:
+    task = make_task_dir(tmp_path / "task")
+    wrong = GOOD.replace("42", "41")
+    proc = lessonloop(
+        tmp_path,
+        {GEN: [code(wrong)], REFINE: [fix(wrong.replace("41", "40"))]},
+        str(task),
+        "--no-memory",
+        "--max-rounds",
+        "2",
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "FAILED" in proc.stdout and "unresolved" in proc.stdout
+
+
+def test_bad_task_dir_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    proc = lessonloop(tmp_path, [], str(tmp_path / "empty"), "--no-memory")
+    assert proc.returncode == 2 and "no task.toml" in proc.stderr
+
+
+def test_lesson_learned_in_one_run_is_recalled_in_the_next(tmp_path: Path) -> None:
+    task = make_bom_task(tmp_path / "bom_task")
+    store = str(tmp_path / "store")
+    first = lessonloop(
+        tmp_path,
+        {GEN: [code(BOM_CRASH)], REFINE: [fix(BOM_GOOD, "utf-8-sig")], LESSON: [ANALYSIS]},
+        str(task),
+        "--memory",
+        store,
+        "--json",
+    )
+    assert first.returncode == 0, first.stderr
+    data = json.loads(first.stdout)
+    assert data["feedback_kinds"] == ["runtime_error", "success"]
+    written = data["lessons_written"]
+    assert [w["action"] for w in written] == ["created"]
+
+    # The same trap again: the lesson is handed to the generator, which gets it right.
+    second = lessonloop(tmp_path, {GEN: [code(BOM_GOOD)]}, str(task), "--memory", store, "--json")
+    assert second.returncode == 0, second.stderr
+    data = json.loads(second.stdout)
+    assert data["recalled_lesson_ids"] == [written[0]["id"]]
+    assert data["rounds"] == 1 and data["lessons_written"] == []
+
+    # ...and its use is on record: the lesson helped a passing run.
+    env = {**os.environ, "LESSONLOOP_HOME": str(tmp_path / "home")}
+    show = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agent",
+            "lessons",
+            "--memory",
+            store,
+            "show",
+            written[0]["id"],
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert show.returncode == 0, show.stderr
+    assert '"helped": 1' in show.stdout
