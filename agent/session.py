@@ -20,7 +20,7 @@ from agent.result import RunResult
 from agent.sandbox import Limits, Sandbox
 from agent.settings import Settings
 from agent.task import Task, load_task
-from memory import Memory, MiniLMEmbedder
+from memory import Embedder, Memory, MiniLMEmbedder
 from memory.types import AddResult, NullRecall
 from retrospectives.extract import Retrospective
 from retrospectives.learn import learn as learn_from_run
@@ -46,10 +46,15 @@ class SessionResult(BaseModel):
         return data
 
 
-def open_memory(settings: Settings) -> Memory:
-    """The configured store: `settings.memory` (path or SQLAlchemy URL), default ~/.lessonloop."""
+def open_memory(settings: Settings, embedder: Embedder | None = None) -> Memory:
+    """The configured store: `settings.memory` (path or SQLAlchemy URL), default ~/.lessonloop.
+
+    MiniLM embeddings unless another `embedder` is given (tests use `HashEmbedder`).
+    """
     location = settings.memory or str(settings.home / "memory")
-    return Memory.open(location, embedder=MiniLMEmbedder(), chroma_url=settings.chroma_url)
+    return Memory.open(
+        location, embedder=embedder or MiniLMEmbedder(), chroma_url=settings.chroma_url
+    )
 
 
 def run_task(

@@ -17,11 +17,11 @@ from rich.table import Table
 from agent.errors import LessonloopError
 from agent.llm.base import LLM
 from agent.llm.resolve import resolve_llm
+from agent.session import open_memory
 from agent.settings import Settings
-from memory.embeddings import Embedder, MiniLMEmbedder
+from memory.embeddings import Embedder
 from memory.errors import LessonMemoryError
 from memory.lift import LessonLift, clear_flag, flags
-from memory.store import Memory
 from retrospectives.consolidate import ConsolidationConfig, ConsolidationReport, Consolidator
 from retrospectives.lift import apply_lift
 from retrospectives.worker import parse_duration, run_periodic, stop_on_signals
@@ -29,14 +29,6 @@ from retrospectives.worker import parse_duration, run_periodic, stop_on_signals
 retro_app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 out = Console()
 err = Console(stderr=True)
-
-
-def open_memory(settings: Settings, embedder: Embedder | None = None) -> Memory:
-    """The configured store (settings.memory, or ~/.lessonloop/memory); MiniLM by default."""
-    location = settings.memory or str(settings.home / "memory")
-    return Memory.open(
-        location, embedder=embedder or MiniLMEmbedder(), chroma_url=settings.chroma_url
-    )
 
 
 def _embedder(ctx: typer.Context) -> Embedder | None:
