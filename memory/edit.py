@@ -29,6 +29,7 @@ def row_for_update(session: Any, lesson_id: str) -> LessonRow:
 
 def update_lesson(
     db: Database,
+    index: LessonIndex,
     writer: LessonWriter,
     embedder: Embedder,
     current: Lesson,
@@ -52,6 +53,8 @@ def update_lesson(
         row.index_state = INDEX_PENDING
         row.updated_at = utcnow()
         session.add(row)
+    if new.scope != current.scope:
+        index.delete([current.id])  # it lives in the old scope's collection
     writer.index_rows([row], {row.id: index_vec})
 
 

@@ -263,7 +263,9 @@ class Memory:
             "applies_when": applies_when,
         }
         fields = {k: v for k, v in given.items() if v is not None}
-        edit.update_lesson(self.db, self._writer, self.embedder, self.get(lesson_id), fields)
+        edit.update_lesson(
+            self.db, self.index, self._writer, self.embedder, self.get(lesson_id), fields
+        )
         return self.get(lesson_id)
 
     def set_status(

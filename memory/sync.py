@@ -69,10 +69,14 @@ def check(
                 pending.append(row.id)
             elif row.id not in in_index:
                 missing.append(row.id)
+            elif in_index[row.id].get("scope") != row.scope:
+                missing.append(row.id)  # in the wrong scope collection: re-add it
             elif in_index[row.id] != _expected(row):
                 drift.append(row.id)
     orphans = sorted(set(in_index) - sql_ids)
     if repair:
+        moved = [i for i in missing if i in in_index]
+        index.delete(moved)
         to_index = _rows_by_id(db, pending + missing)
         vectors = embedder.embed([index_text(r.symptom, r.root_cause) for r in to_index])
         writer.index_rows(to_index, {r.id: v for r, v in zip(to_index, vectors, strict=True)})

@@ -10,7 +10,7 @@ import pytest
 from memory import HashEmbedder, Lesson, LessonQuery, ScoredLesson, estimate_tokens, render_lessons
 from memory.db import sql_url
 from memory.embeddings import Embedder, MiniLMEmbedder
-from memory.recall import RecallConfig, lift, score, where_clause
+from memory.recall import RecallConfig, lift, scopes_of, score, where_clause
 from memory.render import HEADER
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -77,15 +77,16 @@ def test_lift_and_score_order_equally_similar_lessons() -> None:
     )
 
 
-def test_where_clause() -> None:
-    clause = where_clause(
-        LessonQuery(text="x", scope="a", include_global=True, error_types=("timeout",))
-    )
-    assert clause == {
+def test_scopes_and_where_clause() -> None:
+    q = LessonQuery(text="x", scope="a", include_global=True, error_types=("timeout",))
+    assert scopes_of(q) == ["a", "global"]
+    assert scopes_of(q.model_copy(update={"include_global": False})) == ["a"]
+    assert where_clause(q) == {"error_type": {"$in": ["timeout"]}}
+    assert where_clause(q.model_copy(update={"error_types": ()})) is None
+    assert where_clause(q, with_status=True) == {
         "$and": [
-            {"scope": {"$in": ["a", "global"]}},
-            {"status": {"$in": ["candidate", "validated"]}},
             {"error_type": {"$in": ["timeout"]}},
+            {"status": {"$in": ["candidate", "validated"]}},
         ]
     }
 
@@ -100,3 +101,27 @@ def test_where_clause() -> None:
 )
 def test_sql_url(given: str, expected: str) -> None:
     assert sql_url(given) == expected
+
+
+def test_recall_looks_past_deprecated_lessons_crowding_the_pool() -> None:
+    from memory import LessonDraft, Memory
+
+    memory = Memory.in_memory(candidate_pool=2)
+    try:
+        ids = []
+        for extra in ("kilo lima mike", "kilo lima", "kilo"):
+            d = LessonDraft(
+                error_type="runtime_error",
+                symptom=f"oscar papa quebec {extra}",
+                root_cause=f"romeo {extra} {len(ids)}",
+                fix=f"sierra{len(ids)}",
+            )
+            result = memory.add(d)
+            assert result.lesson is not None
+            ids.append(result.lesson.id)
+        for lesson_id in ids[:2]:  # the two best matches are deprecated
+            memory.set_status(lesson_id, "deprecated")
+        q = LessonQuery(text="oscar papa quebec kilo lima mike", min_similarity=0.1)
+        assert [s.lesson.id for s in memory.recall(q)] == [ids[2]]
+    finally:
+        memory.close()
