@@ -176,6 +176,10 @@ class LessonIndex:
             )
         except _chroma_errors() as exc:
             raise MemoryBackendError(f"cannot open chroma collection {name!r}: {exc}") from exc
+        self._check_model(name, collection)
+        return collection
+
+    def _check_model(self, name: str, collection: Collection) -> None:
         meta = collection.metadata or {}
         got_model, got_dim = meta.get(MODEL_KEY), meta.get(DIM_KEY)
         if got_model != self.model_id or got_dim != self.dim:
@@ -184,15 +188,26 @@ class LessonIndex:
                 f"store was opened with {self.model_id} (dim {self.dim}); reopen with "
                 "reembed=True to rebuild it from SQL with the new model"
             )
-        return collection
 
     def _scope(self, scope: str, *, create: bool) -> Collection | None:
         if scope in self._scopes:
             return self._scopes[scope]
         name = self._scope_name(scope)
-        if not create and name not in self._collection_names():
-            return None
-        collection = self._open(name, {SCOPE_KEY: scope})
+        if create:
+            collection = self._open(name, {SCOPE_KEY: scope})
+        else:
+            from chromadb.errors import NotFoundError
+
+            # Not cached when missing: another process may create the scope at any moment.
+            try:
+                collection = self.client.get_collection(
+                    name, embedding_function=_refusing_embedding_function()
+                )
+            except NotFoundError:
+                return None
+            except _chroma_errors() as exc:
+                raise MemoryBackendError(f"cannot open chroma collection {name!r}: {exc}") from exc
+            self._check_model(name, collection)
         self._scopes[scope] = collection
         return collection
 
