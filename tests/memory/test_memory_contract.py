@@ -18,6 +18,7 @@ from memory import (
     LessonNotFoundError,
     LessonQuery,
     Memory,
+    MemoryConfigError,
     MemoryUsageError,
     render_lessons,
 )
@@ -55,6 +56,14 @@ def test_add_get_roundtrip_and_reopen(spec: StoreSpec) -> None:
         assert [s.lesson.id for s in reopened.recall(query(1))] == [lesson.id]
     finally:
         reopened.close()
+
+
+def test_chromadb_is_never_allowed_to_embed(store: Memory) -> None:
+    # Without our refusing stub chromadb 1.x would download its default ONNX model here.
+    collection = store.index._scope("default", create=True)
+    assert collection is not None
+    with pytest.raises(MemoryConfigError, match="passes its own embeddings"):
+        collection.add(ids=["x"], documents=["text without a vector"])
 
 
 def test_get_unknown_raises(store: Memory) -> None:
