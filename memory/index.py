@@ -228,6 +228,11 @@ class LessonIndex:
 
     def reset(self) -> None:
         """Drop every collection of this index and recreate the registry (reindex)."""
+        self.drop()
+        self._open(self.name, {})
+
+    def drop(self) -> None:
+        """Delete every collection of this index (the registry too)."""
         from chromadb.errors import NotFoundError
 
         prefix = f"{self.name}-s-"
@@ -240,7 +245,6 @@ class LessonIndex:
             except _chroma_errors() as exc:
                 raise MemoryBackendError(f"cannot drop collection {name!r}: {exc}") from exc
         self._scopes.clear()
-        self._open(self.name, {})
 
     def _check_dims(self, vectors: Sequence[Sequence[float]]) -> None:
         for vec in vectors:

@@ -214,7 +214,7 @@ class Memory:
     def close(self) -> None:
         """Release connections (and drop the collection of an `in_memory` store)."""
         if self._drop_index_on_close:
-            self.index.client.delete_collection(self.index.name)
+            self.index.drop()
             self._drop_index_on_close = False
         wiring.close_client(self.index.client)
         self.db.dispose()
