@@ -31,7 +31,9 @@ def free_port() -> int:
 
 def _pg_bin() -> Path:
     env = os.environ.get("LESSONLOOP_PG_BIN")
-    candidates = [Path(env)] if env else list(PG_BIN_CANDIDATES)
+    # Prefer 15 (what CI installs), else the newest version present.
+    installed = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: p.parent.name)
+    candidates = [Path(env)] if env else [*PG_BIN_CANDIDATES, *reversed(installed)]
     which = shutil.which("pg_ctl")
     if which:
         candidates.append(Path(which).parent)
