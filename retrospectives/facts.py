@@ -72,13 +72,17 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
     groups: dict[str, list[RoundRecord]] = {}
     for record in rounds:
         verdict = record.feedback
-        if verdict.passed or not actionable(verdict):
+        if verdict.passed or not actionable(verdict) or _format_slip(verdict):
             continue
         groups.setdefault(failure_identity(verdict), []).append(record)
+    # Only a candidate that passed shows what fixed a failure: a later round that merely
+    # failed differently (a KeyError swallowed by try/except) taught nothing worth keeping.
+    passing = next((r for r in rounds if r.feedback.passed), None)
     steps: list[FailureStep] = []
     for records in groups.values():
         last = records[-1]
-        after = rounds[last.round] if last.round < len(rounds) else None
+        nxt = rounds[last.round] if last.round < len(rounds) else None
+        after = passing if passing is not None and passing.round > last.round else None
         steps.append(
             FailureStep(
                 feedback=last.feedback,
@@ -89,10 +93,15 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
                 if after is not None
                 else "",
                 fix_note=after.candidate.fix_note if after is not None else None,
-                stated_cause=stated_cause(after.candidate.text) if after is not None else None,
+                stated_cause=stated_cause(nxt.candidate.text) if nxt is not None else None,
             )
         )
     return steps
+
+
+def _format_slip(feedback: Feedback) -> bool:
+    """A rule check found no output file: the model broke the answer format, not the task."""
+    return feedback.stage == "rule" and feedback.kind == "check_failed"
 
 
 def candidate_diff(before: Candidate, after: Candidate, max_lines: int = 40) -> str:

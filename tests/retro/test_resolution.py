@@ -1,0 +1,54 @@
+"""A failure counts as fixed only by a candidate that passed; format slips teach nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.llm.scripted import ScriptedLLM
+from agent.loop import LoopConfig, ReflectiveAgent
+from agent.sandbox import Limits, Sandbox
+from memory.types import NullRecall
+from retrospectives.extract import extract
+from retrospectives.facts import failure_steps
+from tests.helpers import CRASH, GEN, GOOD, REFINE, WRONG, code, fix, make_task
+
+SWALLOWED = (
+    "try:\n" + "\n".join("    " + ln for ln in CRASH.splitlines()) + "\nexcept KeyError:\n    pass"
+)
+
+
+def run(tmp_path: Path, replies: dict[str, list[str]], rounds: int = 3):  # type: ignore[no-untyped-def]
+    agent = ReflectiveAgent(
+        ScriptedLLM.by_system(replies),
+        recall=NullRecall(),
+        sandbox=Sandbox(Limits(cpu_s=10)),
+        config=LoopConfig(max_rounds=rounds),
+    )
+    return agent.run(make_task(tmp_path))
+
+
+def test_error_swallowed_by_a_later_failing_round_is_not_a_fix(tmp_path: Path) -> None:
+    result = run(tmp_path, {GEN: [code(CRASH)], REFINE: [fix(SWALLOWED, "wrap in try")]}, 2)
+    assert [r.feedback.kind for r in result.rounds] == ["runtime_error", "check_failed"]
+    steps = failure_steps(result)
+    crash = next(s for s in steps if s.feedback.kind == "runtime_error")
+    assert not crash.resolved and crash.diff == ""
+    drafts = extract(result, llm=None)
+    keyerror = next(d for d in drafts if d.error_type == "KeyError")
+    assert "not found in this run" in keyerror.fix and keyerror.status == "candidate"
+
+
+def test_fix_diff_is_taken_from_the_passing_candidate(tmp_path: Path) -> None:
+    result = run(tmp_path, {GEN: [code(CRASH)], REFINE: [fix(WRONG, "a"), fix(GOOD, "write 42")]})
+    assert result.passed and len(result.rounds) == 3
+    crash = next(s for s in failure_steps(result) if s.feedback.kind == "runtime_error")
+    # the diff runs from the crashing candidate to the passing one (round 3), not round 2
+    assert crash.fixed_in == 3 and crash.fix_note == "write 42"
+    assert "-x = {}['missing']" in crash.diff and "41" not in crash.diff
+
+
+def test_missing_output_file_is_a_format_slip_not_a_lesson(tmp_path: Path) -> None:
+    result = run(tmp_path, {GEN: ["I cannot write files."], REFINE: [fix(GOOD)]})
+    assert result.rounds[0].feedback.stage == "rule" and result.passed
+    assert failure_steps(result) == []
+    assert extract(result, llm=None) == []
