@@ -230,8 +230,10 @@ class _Run:
             Message(role="user", content=user),
         ]
         usage = Usage()
-        # A small model often returns the identical answer; then sample again, hotter.
-        for attempt in range(self.cfg.resample_attempts + 1):
+        # A small model often returns the identical answer, or prose without the files;
+        # then sample again, hotter, rather than spend a round checking nothing new.
+        last_attempt = self.cfg.resample_attempts
+        for attempt in range(last_attempt + 1):
             temperature = self.cfg.temperature if attempt == 0 else self.cfg.resample_temperature
             completion = self.agent.refiner.complete(
                 messages,
@@ -241,14 +243,15 @@ class _Run:
             )
             usage += completion.usage
             candidate = parse_candidate(completion.text, self.task.output)
-            if candidate.digest() not in self.digests:
+            fresh = candidate.digest() not in self.digests
+            complete = all(name in candidate.files for name in self.task.output)
+            if fresh and (complete or attempt == last_attempt):
                 if candidate.fix_note:
                     self.tried.append(candidate.fix_note)
                 return candidate, usage, attempt
-            self.agent._emit(
-                LoopEvent("resampled", last.round + 1, "refiner repeated an earlier answer")
-            )
-        return None, usage, self.cfg.resample_attempts
+            reason = "an earlier answer" if not fresh else "no output file"
+            self.agent._emit(LoopEvent("resampled", last.round + 1, f"refiner gave {reason}"))
+        return None, usage, last_attempt
 
     def _record(
         self,

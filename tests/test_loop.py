@@ -83,6 +83,14 @@ def test_resample_that_changes_the_answer_continues(tmp_path: Path) -> None:
     assert result.passed and result.rounds[1].resamples == 1
 
 
+def test_refiner_reply_without_files_is_resampled(tmp_path: Path) -> None:
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(CRASH)], REFINE: ["The error occurred because the key is missing.", fix(GOOD)]}
+    )
+    result = agent_for(llm, tmp_path).run(make_task(tmp_path))
+    assert result.passed and len(result.rounds) == 2 and result.rounds[1].resamples == 1
+
+
 def test_fixes_already_tried_reach_the_next_reflection(tmp_path: Path) -> None:
     third = WRONG.replace("41", "40")
     llm = ScriptedLLM.by_system(
