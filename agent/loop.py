@@ -312,17 +312,9 @@ class _Run:
         log_path = self.run_dir / f"round-{round_no}.log" if self.run_dir else None
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
-        result = self.agent.sandbox.run(
-            self.task.check,
-            files=candidate.files,
-            workspace=self.task.workspace,
-            task_dir=self.task.task_dir,
-            timeout_s=self.task.timeout_s,
-            log_path=log_path,
-        )
-        feedback = classify(result, log_path=log_path)
-        if feedback.kind == "resource_error" and result.signal is not None:
-            # A kill by a limit can be load on a shared machine: one retry before a rewrite.
+
+        def attempt() -> Feedback:
+            assert self.task.check is not None
             result = self.agent.sandbox.run(
                 self.task.check,
                 files=candidate.files,
@@ -331,7 +323,12 @@ class _Run:
                 timeout_s=self.task.timeout_s,
                 log_path=log_path,
             )
-            feedback = classify(result, log_path=log_path)
+            return classify(result, log_path=log_path)
+
+        feedback = attempt()
+        if feedback.kind == "resource_error" and (feedback.error_type or "").startswith("SIG"):
+            # A kill by a limit can be load on a shared machine: one retry before a rewrite.
+            feedback = attempt()
         return feedback
 
     def _critique(
