@@ -84,16 +84,18 @@ def test_queries_are_the_loops_reflection_feedback(sandbox: Sandbox) -> None:
 
 
 def test_small_run_with_the_real_embedder(sandbox: Sandbox) -> None:
+    # MiniLM, not the hashing double: recall quality is the point. Its cost is the one-time
+    # import of torch/transformers (~5 s idle, shared with the other MiniLM tests of the
+    # session; up to a minute on a saturated 2-core machine); the run itself takes seconds.
     full = load_suite()
-    suite = Suite(full.lessons, full.cases, full.unrelated[-3:])  # one program, two goals
-    report = run_benchmark(suite, MiniLMEmbedder(), sandbox, limit=6)
+    suite = Suite(full.lessons, full.cases, full.unrelated[-2:])  # two goals: no sandbox run
+    report = run_benchmark(suite, MiniLMEmbedder(), sandbox, limit=5)
     names = [m.name for m in report.methods]
     assert names[0] == "recall as built" and any(n.startswith("BM25") for n in names)
     for method in report.methods:
-        assert method.related.n == 6
+        assert method.related.n == 5
         assert 0.0 <= method.related.hit_at_1 <= method.related.hit_at_3 <= 1.0
     built = report.methods[0]
     assert built.no_lesson_rate is not None
     assert all(len(r) <= 3 for r in built.rankings.values())  # the loop's lesson limit
-    # On this subset the real embedder finds at least one right lesson first.
-    assert built.related.hit_at_1 > 0
+    assert built.related.hit_at_1 > 0  # MiniLM ranks at least one right lesson first here
