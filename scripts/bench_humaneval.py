@@ -663,6 +663,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, default=None, help="only this many problems")
     parser.add_argument("--offset", type=int, default=0, help="skip this many problems first")
     parser.add_argument("--out", type=Path, default=Path("bench-results/humaneval.json"))
+    parser.add_argument(
+        "--resume", action="store_true", help="keep the problems already in --out, run the rest"
+    )
     return parser.parse_args(argv)
 
 
@@ -692,7 +695,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "interrupted": False,
         "errors": [],
     }
-    records = _run_all(console, llm, config, problems, args.out, meta)
+    done: list[dict[str, Any]] = []
+    if args.resume and args.out.is_file():
+        try:
+            done = resumable_records(json.loads(args.out.read_text(encoding="utf-8")), meta)
+        except ValueError as exc:
+            console.print(f"[red]cannot resume from {args.out}: {exc}")
+            return 2
+        finished = {r["task_id"] for r in done}
+        problems = [p for p in problems if p["task_id"] not in finished]
+        console.print(f"resuming: {len(done)} problems kept, {len(problems)} to run")
+    records = _run_all(console, llm, config, problems, args.out, meta, done)
     if records:
         print_summary(console, summarise(records))
     if meta["errors"]:
@@ -708,12 +721,13 @@ def _run_all(
     problems: Sequence[Problem],
     out: Path,
     meta: dict[str, Any],
+    done: Sequence[dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """Run every problem, rewriting `out` after each; Ctrl-C stops and keeps what was done."""
+    """Run every problem after `done`, rewriting `out` after each; Ctrl-C keeps what was done."""
     sandbox = Sandbox(Limits(cpu_s=int(HIDDEN_TIMEOUT_S)))
     meter = Meter(llm)
-    records: list[dict[str, Any]] = []
-    started = time.monotonic()
+    records = list(done)
+    started = time.monotonic() - meta.get("seconds", 0.0)
     with tempfile.TemporaryDirectory(prefix="humaneval-tasks-") as tmp, _progress(console) as bar:
         job = bar.add_task("starting", total=len(problems), problem="")
 
@@ -743,6 +757,17 @@ def _run_all(
             console.print(f"[yellow]interrupted after {len(records)} problems; keeping them")
     write_json(out, {**meta, "seconds": time.monotonic() - started}, records)
     return records
+
+
+def resumable_records(previous: Mapping[str, Any], meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The records of an earlier run, if it used the same model and loop settings."""
+    for key in ("spec", "model", "config"):
+        if previous.get(key) != meta[key]:
+            raise ValueError(f"it was run with {key}={previous.get(key)!r}, not {meta[key]!r}")
+    # Wall time adds up across sessions; backend errors are retried.
+    meta["seconds"] = float(previous.get("seconds", 0.0))
+    meta["resumed"] = previous.get("resumed", 0) + 1
+    return list(previous["problems"])
 
 
 def _one_line(record: Mapping[str, Any]) -> str:

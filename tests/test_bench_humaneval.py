@@ -17,6 +17,7 @@ from scripts.bench_humaneval import (
     Meter,
     build_task,
     parse_examples,
+    resumable_records,
     run_problem,
     score_hidden,
     summarise,
@@ -216,3 +217,13 @@ def test_refiner_repeats_are_counted_and_their_tokens_kept(
     assert (loop["refiner_calls"], loop["refiner_repeats"]) == (3, 3)
     assert loop["tokens"]["completion"] > record["single"]["tokens"]["completion"]
     assert record["outcome"] == "same" and not loop["hidden_passed"]
+
+
+def test_resume_keeps_records_only_from_the_same_settings() -> None:
+    meta: dict[str, object] = {"spec": "local", "model": "m", "config": {"max_rounds": 3}}
+    previous = {**meta, "seconds": 12.5, "problems": [{"task_id": "HumanEval/0"}]}
+    assert resumable_records(previous, meta) == [{"task_id": "HumanEval/0"}]
+    assert meta["seconds"] == 12.5 and meta["resumed"] == 1
+    other = {**previous, "config": {"max_rounds": 5}}
+    with pytest.raises(ValueError, match="config"):
+        resumable_records(other, meta)
