@@ -14,10 +14,15 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from memory import HashEmbedder, Memory
+from memory.embeddings import Embedder
 
 PG_BIN_CANDIDATES = (Path("/usr/lib/postgresql/15/bin"),)
 
@@ -199,3 +204,37 @@ def start_chroma(timeout_s: float = 60.0) -> ChromaServer:
             time.sleep(0.2)
     proc.kill()
     pytest.fail(f"chroma server did not answer {url} within {timeout_s}s", pytrace=False)
+
+
+SERVER_MARKS = [pytest.mark.postgres, pytest.mark.chroma_server]
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """Where a store lives; `open` can be called again to reopen the same store."""
+
+    kind: str
+    url: str
+    chroma_url: str | None
+    collection: str
+
+    def open(self, embedder: Embedder | None = None, **options: Any) -> Memory:
+        return Memory.open(
+            self.url,
+            embedder=embedder if embedder is not None else HashEmbedder(),
+            chroma_url=self.chroma_url,
+            collection=self.collection,
+            **options,
+        )
+
+
+def make_spec(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
+    """A fresh, empty store location of the given kind."""
+    name = f"t{uuid.uuid4().hex[:12]}"
+    if kind == "sqlite":
+        return StoreSpec(kind, str(tmp_path / f"{name}.sqlite3"), None, "lessons")
+    chroma: ChromaServer = request.getfixturevalue("chroma_server")
+    if kind == "sqlite-server":  # SQLite file (WAL) shared by processes + a Chroma server
+        return StoreSpec(kind, str(tmp_path / f"{name}.sqlite3"), chroma.url, f"lessons-{name}")
+    pg: Postgres = request.getfixturevalue("pg_server")
+    return StoreSpec(kind, pg.create_database(name), chroma.url, f"lessons-{name}")

@@ -7,7 +7,7 @@ in test_memory_minilm.py.
 from __future__ import annotations
 
 import pytest
-from conftest import StoreSpec
+from memory_servers import StoreSpec
 
 from memory import (
     EmbeddingMismatchError,

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SERVER_MARKS, StoreSpec, make_spec
+from memory_servers import SERVER_MARKS, StoreSpec, make_spec
 
 from memory import HashEmbedder, LessonDraft, LessonFilter, LessonQuery, Memory
 
