@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.llm.base import LLM, Completion, M, Message
+from agent.result import RunResult
 from agent.task import Task
 
 REPO = Path(__file__).resolve().parents[1]
@@ -168,8 +169,7 @@ class RunRecord(BaseModel):
     stop_reason: str
     tokens: int
     seconds: float
-    # Cost of learning (retrospective calls); 0 for runs that write no lessons.
-    retro_tokens: int = 0
+    retro_tokens: int = 0  # the cost of learning: the retrospective's model calls
     retro_seconds: float = 0.0
     recalled_seed: tuple[str, ...] = ()
     recalled_reflection: tuple[str, ...] = ()
@@ -342,38 +342,38 @@ class SeededLLM:
         )
 
 
+_COLUMNS = (("1st-round ok", "first_round_success", "{:.2f}"), ("final ok", "final_success",
+            "{:.2f}"), ("rounds", "mean_rounds", "{:.2f}"), ("tokens/solved",
+            "tokens_per_solved", "{:.0f}"), ("s/solved", "seconds_per_solved", "{:.1f}"),
+            ("retro tok/solved", "retro_tokens_per_solved", "{:.0f}"), ("recall rate",
+            "recall_rate", "{:.2f}"), ("lessons", "lessons_created", "{:.0f}"))  # fmt: skip
+
+
 def print_summary(summary: Summary, console: Console) -> None:
+    """The summary as rich tables: the whole stream, then the evaluation part."""
     for title, part in (("whole stream", summary.whole), ("evaluation part", summary.eval)):
         if not part:
             continue
         table = Table(title=f"bench_learning: {title} (mean \\[min-max] over orders x seeds)")
-        for col in (
-            "condition",
-            "runs",
-            "1st-round ok",
-            "final ok",
-            "rounds",
-            "tokens/solved",
-            "s/solved",
-            "retro tok/solved",
-            "recall rate",
-            "lessons",
-        ):
+        for col in ("condition", "runs", *(c[0] for c in _COLUMNS)):
             table.add_column(col)
         for cond, m in part.items():
-            table.add_row(
-                cond,
-                str(m.runs),
-                m.first_round_success.show(),
-                m.final_success.show(),
-                m.mean_rounds.show(),
-                m.tokens_per_solved.show("{:.0f}"),
-                m.seconds_per_solved.show("{:.1f}"),
-                m.retro_tokens_per_solved.show("{:.0f}"),
-                m.recall_rate.show(),
-                m.lessons_created.show("{:.0f}"),
-            )
+            cells = (getattr(m, attr).show(fmt) for _, attr, fmt in _COLUMNS)
+            table.add_row(cond, str(m.runs), *cells)
         console.print(table)
+
+
+def record(cond: Condition, task: Task, result: RunResult, key: dict[str, Any]) -> RunRecord:
+    """The benchmark's view of one loop run."""
+    seed_ids = [i for r in result.rounds[:1] for i in r.recalled_lesson_ids]
+    later = [i for r in result.rounds[1:] for i in r.recalled_lesson_ids]
+    return RunRecord(
+        condition=cond, task_id=task.id, family=family_of(task), passed=result.passed,
+        first_round_passed=result.rounds[0].feedback.passed, rounds=len(result.rounds),
+        stop_reason=result.stop_reason, tokens=result.usage.total_tokens,
+        seconds=round(result.seconds, 3), recalled_seed=tuple(dict.fromkeys(seed_ids)),
+        recalled_reflection=tuple(dict.fromkeys(later)), **key,
+    )  # fmt: skip
 
 
 class LearningResults(BaseModel):

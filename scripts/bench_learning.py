@@ -69,15 +69,15 @@ from scripts._benchlib import (
     RunRecord,
     SeededLLM,
     discover_tasks,
-    family_of,
     plot_curves,
     print_summary,
+    record,
     select_tasks,
     stream_order,
 )
 
 # Seconds per loop run, measured here with the embedded model: sizes the default budget.
-EST_SECONDS_PER_RUN = 40.0
+EST_SECONDS_PER_RUN, EST_SECONDS_PER_RETRO = 120.0, 100.0
 
 
 class BenchConfig(BaseModel):
@@ -90,9 +90,11 @@ class BenchConfig(BaseModel):
     seeds: int = Field(default=1, ge=1)
     orders: int = Field(default=2, ge=1)
     limit: int | None = Field(default=None, ge=2)
-    # Without --limit, as many tasks as fit this many minutes at `sec_per_run` (0: all).
+    # Without --limit, as many tasks as fit this many minutes (0: all), at these costs of a
+    # loop run and of the retrospective after a learning run.
     budget_min: float = Field(default=60.0, ge=0)
     sec_per_run: float = Field(default=EST_SECONDS_PER_RUN, gt=0)
+    sec_per_retro: float = Field(default=EST_SECONDS_PER_RETRO, ge=0)
     per_family: int = Field(default=2, ge=1)
     train_frac: float = Field(default=0.5, gt=0, lt=1)
     max_rounds: int = Field(default=3, ge=1)
@@ -112,13 +114,17 @@ def plan(config: BenchConfig, n: int) -> dict[str, int]:
     return runs
 
 
+def estimate_s(config: BenchConfig, n: int) -> float:
+    """Expected wall time of a stream of `n` tasks (every learning run pays a retrospective)."""
+    runs = plan(config, n)
+    return sum(runs.values()) * config.sec_per_run + runs["learning"] * config.sec_per_retro
+
+
 def fit_budget(config: BenchConfig, found: int) -> int | None:
-    """--limit, or the largest task count whose planned runs fit the time budget."""
+    """--limit, or the largest task count whose estimate fits the time budget."""
     if config.limit is not None or config.budget_min <= 0:
         return config.limit
-    budget_s = config.budget_min * 60
-    fits = (n for n in range(found, 1, -1)
-            if sum(plan(config, n).values()) * config.sec_per_run <= budget_s)  # fmt: skip
+    fits = (n for n in range(found, 1, -1) if estimate_s(config, n) <= config.budget_min * 60)
     return next(fits, 2)
 
 
@@ -258,19 +264,6 @@ class LearningBench:
         return agent.run(task, run_id=run_id)
 
 
-def record(cond: Condition, task: Task, result: RunResult, key: dict[str, Any]) -> RunRecord:
-    """The benchmark's view of one run."""
-    seed_ids = [i for r in result.rounds[:1] for i in r.recalled_lesson_ids]
-    later = [i for r in result.rounds[1:] for i in r.recalled_lesson_ids]
-    return RunRecord(
-        condition=cond, task_id=task.id, family=family_of(task), passed=result.passed,
-        first_round_passed=result.rounds[0].feedback.passed, rounds=len(result.rounds),
-        stop_reason=result.stop_reason, tokens=result.usage.total_tokens,
-        seconds=round(result.seconds, 3), recalled_seed=tuple(dict.fromkeys(seed_ids)),
-        recalled_reflection=tuple(dict.fromkeys(later)), **key,
-    )  # fmt: skip
-
-
 def export_lessons(stores: dict[str, Memory]) -> dict[str, list[dict[str, Any]]]:
     """Every stored lesson with its counters, per learning store (for the post-mortem)."""
     out: dict[str, list[dict[str, Any]]] = {}
@@ -292,6 +285,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[BenchConfig, Path, bool]:
     p.add_argument("--limit", type=int, default=None, help="tasks (default: fit the budget)")
     p.add_argument("--budget-min", type=float, default=60.0, help="0: every task")
     p.add_argument("--sec-per-run", type=float, default=EST_SECONDS_PER_RUN)
+    p.add_argument("--sec-per-retro", type=float, default=EST_SECONDS_PER_RETRO)
     p.add_argument("--per-family", type=int, default=2)
     p.add_argument("--train-frac", type=float, default=0.5)
     p.add_argument("--max-rounds", type=int, default=3)
@@ -302,7 +296,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[BenchConfig, Path, bool]:
     p.add_argument("--keep-stores", action="store_true", help="keep the memory stores in --out")
     a = p.parse_args(argv)
     fields = ("model", "seeds", "orders", "limit", "per_family", "train_frac", "max_rounds",
-              "temperature", "embedder", "budget_min", "sec_per_run")  # fmt: skip
+              "temperature", "embedder", "budget_min", "sec_per_run", "sec_per_retro")  # fmt: skip
     config = BenchConfig(
         task_dirs=tuple(a.task_dirs),
         conditions=tuple(c.strip() for c in a.conditions.split(",")),
@@ -322,10 +316,11 @@ def run_bench(
     if len(tasks) < 2:
         raise SystemExit(f"bench_learning needs at least 2 tasks, found {len(tasks)}")
     runs = plan(config, len(tasks))
-    estimate = sum(runs.values()) * config.sec_per_run / 60
+    estimate = estimate_s(config, len(tasks)) / 60
     console.print(
         f"{len(tasks)} of {len(found)} tasks, {config.orders} orders x {config.seeds} seeds; "
-        f"loop runs {runs}; estimate ~{estimate:.0f} min at ~{config.sec_per_run:.0f} s/run"
+        f"loop runs {runs}; estimate ~{estimate:.0f} min ({config.sec_per_run:.0f} s per run, "
+        f"{config.sec_per_retro:.0f} s per retrospective)"
     )
     results = LearningResults(
         config=config.model_dump(mode="json"), tasks=[t.id for t in tasks],

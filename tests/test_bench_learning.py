@@ -103,7 +103,9 @@ def test_discovery_skips_helpers_and_selects_per_family(tmp_path: Path) -> None:
     found = discover_tasks([root, root / "money_1"])
     assert [p.name for p in found] == ["money_1", "money_2", "money_3", "plain_4"]
     assert round_robin([1, 2, 3, 4], lambda x: str(x % 2), 3) == [1, 2, 3]
-    config = BenchConfig(task_dirs=(root,), orders=2, seeds=1, train_frac=0.5, sec_per_run=40)
+    config = BenchConfig(
+        task_dirs=(root,), orders=2, seeds=1, train_frac=0.5, sec_per_run=40, sec_per_retro=0
+    )
     # none once per task; learning full stream per order; frozen only the eval half
     assert plan(config, 4) == {"none": 4, "learning": 8, "frozen": 4}
     tasks = [load_task(p) for p in found]
