@@ -45,7 +45,6 @@ import logging
 import os
 import pwd
 import re
-import selectors
 import shutil
 import signal
 import subprocess
@@ -54,10 +53,10 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import IO
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.capture import Capture, pump
 from agent.errors import ConfigurationError, SandboxError, UnsafePathError
 
 logger = logging.getLogger(__name__)
@@ -114,49 +113,6 @@ class ExecResult(BaseModel):
     duration_s: float
     truncated: bool
     workspace: Path
-
-
-class _Capture:
-    """Keeps the head and the tail of a stream in bounded memory, and counts the rest."""
-
-    def __init__(self, capacity: int) -> None:
-        self._head_cap = capacity // 4
-        self._tail_cap = capacity - self._head_cap
-        self._head = bytearray()
-        self._tail = bytearray()
-        self.total = 0
-
-    def feed(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self._head_cap - len(self._head)
-        if room > 0:
-            self._head += data[:room]
-            data = data[room:]
-        self._tail += data
-        if len(self._tail) > 2 * self._tail_cap:  # trim rarely: amortised O(1) per byte
-            del self._tail[: -self._tail_cap]
-
-    def render(self, limit: int) -> tuple[str, bool]:
-        """At most `limit` bytes: the whole stream, or a quarter head and three quarters tail.
-
-        Tracebacks and final verdicts come last, hence the larger tail.
-        """
-        complete = self.total == len(self._head) + len(self._tail)
-        if complete and self.total <= limit:
-            return _decode(self._head + self._tail), False
-        head_n = limit // 4
-        tail_n = limit - head_n
-        if complete:
-            data = self._head + self._tail
-            head, tail = data[:head_n], data[-tail_n:]
-        else:
-            head, tail = self._head[:head_n], self._tail[-tail_n:]
-        omitted = self.total - len(head) - len(tail)
-        return f"{_decode(head)}\n[... {omitted} bytes omitted ...]\n{_decode(tail)}", True
-
-
-def _decode(data: bytes | bytearray) -> str:
-    return bytes(data).decode("utf-8", errors="replace")
 
 
 class Sandbox:
@@ -243,9 +199,7 @@ class Sandbox:
             for root in (ws, tmp):
                 _chown_tree(root, uid, gid)
 
-    def _argv(
-        self, command: str, run_dir: Path, has_task: bool, status_fd: int
-    ) -> list[str]:
+    def _argv(self, command: str, run_dir: Path, has_task: bool, status_fd: int) -> list[str]:
         lim = self.limits
         argv = [self._bwrap, "--die-with-parent", "--new-session", "--unshare-pid"]
         argv += ["--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
@@ -279,9 +233,9 @@ class Sandbox:
         has_task: bool,
         env: dict[str, str],
         timeout_s: float,
-    ) -> tuple[ExecResult, _Capture, _Capture]:
+    ) -> tuple[ExecResult, Capture, Capture]:
         capacity = max(LOG_STREAM_BYTES, self.limits.output_bytes)
-        out, err, status = _Capture(capacity), _Capture(capacity), _Capture(4096)
+        out, err, status = Capture(capacity), Capture(capacity), Capture(4096)
         status_r, status_w = os.pipe()
         start = time.monotonic()
         try:
@@ -292,13 +246,13 @@ class Sandbox:
             streams = {proc.stdout: out, proc.stderr: err, status_pipe: status}
             finished = False
             try:
-                timed_out = _pump(proc, streams, start + timeout_s)
+                timed_out = pump(proc, streams, start + timeout_s)
                 finished = not timed_out
             finally:
                 # Also on KeyboardInterrupt: killing bwrap tears down its PID namespace.
                 if not finished:
                     _kill_group(proc)
-                    _pump(proc, streams, time.monotonic() + 2)
+                    pump(proc, streams, time.monotonic() + 2)
             duration = time.monotonic() - start
         match = _EXIT_CODE.search(status.render(4096)[0].encode())
         if match is None and not timed_out:
@@ -393,9 +347,7 @@ def _system_binds(network: bool) -> list[str]:
 def _interpreter_binds() -> list[str]:
     """Bind our interpreter's prefix (pyenv, venv) unless it already lives under /usr."""
     args: list[str] = []
-    for prefix in dict.fromkeys(
-        [os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)]
-    ):
+    for prefix in dict.fromkeys([os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)]):
         if prefix.startswith("/usr/") or prefix == "/usr":
             continue
         parents = [p for p in PurePosixPath(prefix).parents if str(p) != "/"]
@@ -439,31 +391,6 @@ def _spawn(argv: list[str], env: dict[str, str], status_fd: int) -> subprocess.P
         raise SandboxError(f"cannot start bwrap: {exc}") from exc
 
 
-def _pump(
-    proc: subprocess.Popen[bytes], captures: Mapping[IO[bytes] | None, _Capture], deadline: float
-) -> bool:
-    """Read both pipes until EOF and the process exits; True if the deadline passed first."""
-    with selectors.DefaultSelector() as sel:
-        for stream, capture in captures.items():
-            if stream is not None and not stream.closed:
-                sel.register(stream, selectors.EVENT_READ, capture)
-        while sel.get_map():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return True
-            for key, _ in sel.select(remaining):
-                chunk = os.read(key.fd, 65536)
-                if chunk:
-                    key.data.feed(chunk)
-                else:
-                    sel.unregister(key.fileobj)
-    try:
-        proc.wait(timeout=max(deadline - time.monotonic(), 0.001))
-    except subprocess.TimeoutExpired:
-        return True
-    return False
-
-
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     # bwrap dies, --die-with-parent kills the container's init, and the kernel then kills
     # every process left in the PID namespace, including ones that called setsid().
@@ -474,7 +401,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def _write_log(path: Path, result: ExecResult, out: _Capture, err: _Capture) -> None:
+def _write_log(path: Path, result: ExecResult, out: Capture, err: Capture) -> None:
     stdout, _ = out.render(LOG_STREAM_BYTES)
     stderr, _ = err.render(LOG_STREAM_BYTES)
     header = (
