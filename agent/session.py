@@ -20,7 +20,8 @@ from agent.result import RunResult
 from agent.sandbox import Limits, Sandbox
 from agent.settings import Settings
 from agent.task import Task, load_task
-from memory import Embedder, Memory, MiniLMEmbedder
+from memory import Embedder, Memory
+from memory.embeddings import resolve_embedder
 from memory.types import AddResult, NullRecall
 from retrospectives.extract import Retrospective
 from retrospectives.learn import learn as learn_from_run
@@ -49,11 +50,13 @@ class SessionResult(BaseModel):
 def open_memory(settings: Settings, embedder: Embedder | None = None) -> Memory:
     """The configured store: `settings.memory` (path or SQLAlchemy URL), default ~/.lessonloop.
 
-    MiniLM embeddings unless another `embedder` is given (tests use `HashEmbedder`).
+    The embedder of `settings.embedder` (MiniLM by default) unless another one is given.
     """
     location = settings.memory or str(settings.home / "memory")
     return Memory.open(
-        location, embedder=embedder or MiniLMEmbedder(), chroma_url=settings.chroma_url
+        location,
+        embedder=embedder or resolve_embedder(settings.embedder),
+        chroma_url=settings.chroma_url,
     )
 
 

@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     # Memory store: a path (SQLite file + chroma dir beside it) or an SQLAlchemy URL.
     memory: str | None = None
     chroma_url: str | None = None  # http://host:port for a Chroma server (shared memory)
+    # "minilm" (all-MiniLM-L6-v2), or "hash[:DIM]": the bag-of-words hashing embedder, no
+    # model download, much weaker similarity. A store keeps the embedder it was built with.
+    embedder: str = Field(default="minilm", pattern=r"^(minilm|hash(:\d+)?)$")
 
     max_rounds: int = Field(default=3, ge=1, le=20)
     score_threshold: float = Field(default=8.0, ge=1, le=10)

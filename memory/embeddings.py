@@ -14,7 +14,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from memory.errors import EmbedderUnavailableError
+from memory.errors import EmbedderUnavailableError, MemoryConfigError
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -147,3 +147,13 @@ class HashEmbedder:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [self._vector(t) for t in texts]
+
+
+def resolve_embedder(spec: str) -> Embedder:
+    """The embedder named by a setting: minilm (MiniLM), hash or hash:DIM (`HashEmbedder`)."""
+    name, _, dim = spec.partition(":")
+    if name == "minilm" and not dim:
+        return MiniLMEmbedder()
+    if name == "hash" and (not dim or dim.isdigit()):
+        return HashEmbedder(int(dim) if dim else 256)
+    raise MemoryConfigError(f"unknown embedder {spec!r} (use minilm, hash or hash:DIM)")

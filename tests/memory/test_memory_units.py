@@ -9,7 +9,8 @@ import pytest
 
 from memory import HashEmbedder, Lesson, LessonQuery, ScoredLesson, estimate_tokens, render_lessons
 from memory.db import sql_url
-from memory.embeddings import Embedder, MiniLMEmbedder
+from memory.embeddings import Embedder, MiniLMEmbedder, resolve_embedder
+from memory.errors import MemoryConfigError
 from memory.recall import RecallConfig, lift, scopes_of, score, where_clause
 from memory.render import HEADER
 
@@ -62,6 +63,15 @@ def test_hash_embedder_is_deterministic_and_normalised() -> None:
     assert math.isclose(sum(x * x for x in empty), 1.0)
     assert isinstance(emb, Embedder) and isinstance(MiniLMEmbedder(), Embedder)
     assert emb.model_id == "hash-bow-64"
+
+
+def test_resolve_embedder_from_a_setting() -> None:
+    assert resolve_embedder("hash").model_id == "hash-bow-256"
+    assert resolve_embedder("hash:64").dim == 64
+    assert isinstance(resolve_embedder("minilm"), MiniLMEmbedder)  # lazy: no model loaded
+    for bad in ("bert", "hash:x", "minilm:3"):
+        with pytest.raises(MemoryConfigError):
+            resolve_embedder(bad)
 
 
 def test_lift_and_score_order_equally_similar_lessons() -> None:
