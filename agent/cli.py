@@ -98,6 +98,11 @@ def _print_summary(session: SessionResult) -> None:
     for added in session.lessons:
         lesson_id = added.lesson.id if added.lesson else "-"
         out.print(Text(f"lesson {added.action}: {lesson_id} ", style="green") + Text(added.reason))
+    if session.consolidation is not None:
+        report = session.consolidation
+        out.print(
+            f"consolidation: {report.new_lessons} waiting lessons -> {len(report.merges)} merges"
+        )
 
 
 app.add_typer(lessons_app, name="lessons")

@@ -1,6 +1,7 @@
 """Assemble a run from settings and carry it through memory: the API behind `lessonloop run`.
 
     seed/reflection recall -> loop -> retrospective -> lessons written -> run outcome (lift)
+    -> a consolidation pass when `consolidate_every` lessons wait for one
 
 This is the one place that turns configuration into objects; the CLI only calls it.
 """
@@ -23,7 +24,9 @@ from agent.task import Task, load_task
 from memory import Embedder, Memory
 from memory.embeddings import resolve_embedder
 from memory.types import AddResult, NullRecall
+from retrospectives.consolidate import ConsolidationReport
 from retrospectives.extract import Retrospective
+from retrospectives.learn import AutoConsolidation
 from retrospectives.learn import learn as learn_from_run
 
 
@@ -36,6 +39,7 @@ class SessionResult(BaseModel):
     lessons: tuple[AddResult, ...] = ()
     retro_fallbacks: tuple[str, ...] = ()
     retro_usage: Usage = Usage()
+    consolidation: ConsolidationReport | None = None  # the pass this run triggered, if any
 
     def summary(self) -> dict[str, object]:
         data = self.run.summary()
@@ -44,6 +48,14 @@ class SessionResult(BaseModel):
             for a in self.lessons
         ]
         data["retrospective_fallbacks"] = list(self.retro_fallbacks)
+        data["consolidation"] = (
+            None
+            if self.consolidation is None
+            else {
+                "new_lessons": self.consolidation.new_lessons,
+                "merges": [m.id for m in self.consolidation.merges],
+            }
+        )
         return data
 
 
@@ -80,7 +92,19 @@ def run_task(
         runs_dir=settings.runs_dir,
         observer=observer,
     )
-    return run_with_memory(agent, task, memory, retro_llm=model if learn else None, learn=learn)
+    auto = (
+        AutoConsolidation(every=settings.consolidate_every, llm=model)
+        if settings.consolidate_every
+        else None
+    )
+    return run_with_memory(
+        agent,
+        task,
+        memory,
+        retro_llm=model if learn else None,
+        learn=learn,
+        consolidation=auto,
+    )
 
 
 def run_with_memory(
@@ -90,8 +114,12 @@ def run_with_memory(
     *,
     retro_llm: LLM | None,
     learn: bool = True,
+    consolidation: AutoConsolidation | None = None,
 ) -> SessionResult:
-    """Run `task` with `agent`, then record the outcome and (if `learn`) the new lessons."""
+    """Run `task` with `agent`, then record the outcome and (if `learn`) the new lessons.
+
+    With `consolidation` (and `learn`), a pass follows once enough lessons wait for one.
+    """
     run_id = uuid.uuid4().hex[:12]
     if memory is not None:
         # Registered first so the lessons the loop recalls are recorded against this run.
@@ -109,12 +137,18 @@ def run_with_memory(
             completion_tokens=result.usage.completion_tokens,
         )
         return SessionResult(run=result)
-    report = learn_from_run(result, memory=memory, retrospective=Retrospective(retro_llm))
+    report = learn_from_run(
+        result,
+        memory=memory,
+        retrospective=Retrospective(retro_llm),
+        consolidation=consolidation,
+    )
     return SessionResult(
         run=result,
         lessons=report.added,
         retro_fallbacks=report.retro.fallbacks,
         retro_usage=report.retro.usage,
+        consolidation=report.consolidation,
     )
 
 

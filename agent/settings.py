@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     # "minilm" (all-MiniLM-L6-v2), or "hash[:DIM]": the bag-of-words hashing embedder, no
     # model download, much weaker similarity. A store keeps the embedder it was built with.
     embedder: str = Field(default="minilm", pattern=r"^(minilm|hash(:\d+)?)$")
+    # `lessonloop run` starts a consolidation pass once this many lessons wait for one
+    # (lessons no pass has processed yet, counted in the store); 0: never.
+    consolidate_every: int = Field(default=0, ge=0)
 
     max_rounds: int = Field(default=3, ge=1, le=20)
     score_threshold: float = Field(default=8.0, ge=1, le=10)

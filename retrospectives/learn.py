@@ -6,21 +6,30 @@ This is what `lessonloop run` calls once `ReflectiveAgent.run` returned:
 
 Order matters: the run's outcome is stored first (so recalled lessons get helped/misled),
 then drafts are added (redacted, deduplicated, recall-loop guarded by the memory), then the
-lessons the run recalled are re-scored (a candidate that just helped becomes validated).
+lessons the run recalled are re-scored (a candidate that just helped becomes validated),
+and last, if enough lessons wait for one, a consolidation pass runs (`AutoConsolidation`).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.llm.base import LLM
 from agent.result import RunResult
 from memory.store import Memory
 from memory.types import AddResult
+from retrospectives.consolidate import (
+    ConsolidationConfig,
+    ConsolidationReport,
+    Consolidator,
+    ensure_tables,
+)
+from retrospectives.errors import ConsolidationBusyError
 from retrospectives.extract import RetroOutcome, Retrospective
 from retrospectives.lift import LiftPolicy, LiftReport, apply_lift
+from retrospectives.vectors import unprocessed_count
 
 
 class LearnReport(BaseModel):
@@ -32,7 +41,7 @@ class LearnReport(BaseModel):
     retro: RetroOutcome
     added: tuple[AddResult, ...]
     lift: LiftReport
-    consolidation_triggered: bool = False
+    consolidation: ConsolidationReport | None = None  # the pass this run triggered, if any
 
     @property
     def created_ids(self) -> tuple[str, ...]:
@@ -40,36 +49,34 @@ class LearnReport(BaseModel):
         return tuple(a.lesson.id for a in self.added if a.action == "created" and a.lesson)
 
 
-class ConsolidationTrigger:
-    """Runs `action` once every `every` newly created lessons (the store-side hook).
+@dataclass(frozen=True)
+class AutoConsolidation:
+    """The store-side trigger: a pass once `every` lessons wait for one.
 
-    Thread-safe counter; `action` runs in the caller's thread, so a slow pass delays only
-    the call that crossed the threshold. Pass `background=True` to run it in a thread.
+    "Waiting" is read from SQL (active lessons no pass has processed yet, see
+    `retrospectives.vectors.unprocessed_count`), not counted in this process, so lessons
+    written by separate `lessonloop run` processes add up, and a pass from any source
+    (`lessonloop consolidate`, the worker, this trigger) resets the count.
     """
 
-    def __init__(
-        self, every: int, action: Callable[[], object], *, background: bool = False
-    ) -> None:
-        if every < 1:
-            raise ValueError("every must be >= 1")
-        self.every = every
-        self.action = action
-        self.background = background
-        self._count = 0
-        self._lock = threading.Lock()
+    every: int
+    llm: LLM | None  # writes the canonicals; None: the deterministic fallback
+    config: ConsolidationConfig | None = None
 
-    def __call__(self, created_ids: Sequence[str]) -> bool:
-        """Count new lessons; True when this call started a pass."""
-        with self._lock:
-            self._count += len(created_ids)
-            if self._count < self.every:
-                return False
-            self._count = 0
-        if self.background:
-            threading.Thread(target=self.action, name="consolidate", daemon=True).start()
-        else:
-            self.action()
-        return True
+    def __post_init__(self) -> None:
+        if self.every < 1:
+            raise ValueError("every must be >= 1")
+
+
+def maybe_consolidate(memory: Memory, auto: AutoConsolidation) -> ConsolidationReport | None:
+    """Run one pass if at least `auto.every` lessons wait; None if not due or another pass runs."""
+    ensure_tables(memory)
+    if unprocessed_count(memory) < auto.every:
+        return None
+    try:
+        return Consolidator(memory, llm=auto.llm, config=auto.config).run()
+    except ConsolidationBusyError:
+        return None  # a pass is already running and will see these lessons
 
 
 def learn(
@@ -78,9 +85,12 @@ def learn(
     memory: Memory,
     retrospective: Retrospective,
     policy: LiftPolicy | None = None,
-    trigger: ConsolidationTrigger | None = None,
+    consolidation: AutoConsolidation | None = None,
 ) -> LearnReport:
-    """Record the run's outcome, add its lessons, update the lift of what it recalled."""
+    """Record the run's outcome, add its lessons, update the lift of what it recalled.
+
+    With `consolidation`, a pass follows when enough lessons wait for one.
+    """
     memory.record_run(result.run_id, task_id=result.task_id, goal=result.goal, scope=result.scope)
     memory.finish_run(
         result.run_id,
@@ -93,10 +103,14 @@ def learn(
     added = memory.add_many(list(outcome.drafts), run_id=result.run_id)
     recalled = list(result.recalled_lesson_ids)
     lift = apply_lift(memory, policy, lesson_ids=recalled) if recalled else _empty_lift()
-    report = LearnReport(run_id=result.run_id, retro=outcome, added=tuple(added), lift=lift)
-    if trigger is not None and trigger(report.created_ids):
-        report = report.model_copy(update={"consolidation_triggered": True})
-    return report
+    merged = maybe_consolidate(memory, consolidation) if consolidation is not None else None
+    return LearnReport(
+        run_id=result.run_id,
+        retro=outcome,
+        added=tuple(added),
+        lift=lift,
+        consolidation=merged,
+    )
 
 
 def _empty_lift() -> LiftReport:

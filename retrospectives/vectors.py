@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import update
+from sqlalchemy import func, or_, update
 from sqlmodel import col, select
 
 from memory import merges
@@ -113,6 +113,20 @@ def bucket_vectors(memory: Memory, bucket: Bucket, *, full: bool) -> BucketVecto
         new_ids=[i for i, _ in new],
         new=as_matrix([unpack(v) for _, v in new], dim),
     )
+
+
+def unprocessed_count(memory: Memory) -> int:
+    """Active lessons no pass has clustered yet (with or without a cached vector)."""
+    vec = merges.RootCauseVectorRow
+    with memory.db.read() as session:
+        count = session.exec(
+            select(func.count())
+            .select_from(LessonRow)
+            .outerjoin(vec, _join())  # type: ignore[arg-type]
+            .where(col(LessonRow.status).in_(merges.ACTIVE))
+            .where(or_(col(vec.lesson_id).is_(None), col(vec.processed).is_(False)))
+        ).one()
+    return int(count)
 
 
 def mark_processed(memory: Memory, ids: Sequence[str]) -> None:

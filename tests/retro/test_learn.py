@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
@@ -17,9 +19,11 @@ from memory.lift import lesson_lift
 from memory.render import HEADER
 from memory.store import Memory
 from retrospectives.extract import Retrospective
-from retrospectives.learn import ConsolidationTrigger, learn
+from retrospectives.learn import AutoConsolidation, learn, maybe_consolidate
+from retrospectives.vectors import unprocessed_count
 from tests.helpers import CRASH, GEN, GOOD, REFINE, code, fix, make_task
 from tests.retro.builders import LESSON_SYS, analysis
+from tests.retro.test_consolidate import CURRENCY, draft
 
 LESSON = analysis(
     root_cause="writing 42 to out.json read a missing key from an empty dict",
@@ -73,8 +77,22 @@ def test_a_learned_lesson_is_recalled_and_its_lift_moves(tmp_path: Path) -> None
         assert lift.rounds_with == 1 and lift.rounds_without == 2
 
 
-def test_the_trigger_starts_a_pass_after_n_new_lessons() -> None:
-    passes: list[int] = []
-    trigger = ConsolidationTrigger(3, lambda: passes.append(1))
-    assert not trigger(["a", "b"]) and trigger(["c"]) and passes == [1]
-    assert not trigger(["d"])
+def test_learn_runs_a_pass_once_enough_lessons_wait(tmp_path: Path) -> None:
+    # Write-time dedup off: the near-duplicate lessons are for consolidation to merge.
+    with Memory.in_memory(HashEmbedder(), dedup_similarity=1.01) as memory:
+        memory.add_many([draft(r, f) for r, f in CURRENCY[:2]])
+        auto = AutoConsolidation(every=4, llm=None)
+        assert maybe_consolidate(memory, auto) is None  # 2 waiting
+        memory.add_many([draft(*CURRENCY[2])])
+        retro = Retrospective(ScriptedLLM.by_system({LESSON_SYS: [LESSON]}))
+        first_agent, _ = agent(memory, tmp_path)
+        result = first_agent.run(make_task(tmp_path / "a"))
+        report = learn(result, memory=memory, retrospective=retro, consolidation=auto)
+        assert len(report.created_ids) == 1  # the 4th waiting lesson
+        assert report.consolidation is not None and report.consolidation.new_lessons == 4
+        assert len(report.consolidation.merges) == 1  # the three currency lessons
+        assert unprocessed_count(memory) == 0
+        # Nothing waits any more: the next call does not start another pass.
+        assert maybe_consolidate(memory, auto) is None
+        with pytest.raises(ValueError):
+            AutoConsolidation(every=0, llm=None)
