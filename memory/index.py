@@ -351,6 +351,23 @@ class LessonIndex:
         hits.sort(key=lambda h: h.similarity, reverse=True)
         return hits[:n]
 
+    def vectors(self, ids: Sequence[str], *, scopes: Sequence[str]) -> dict[str, list[float]]:
+        """The stored vectors of these lessons (those found in the given scopes)."""
+        found: dict[str, list[float]] = {}
+        if not ids:
+            return found
+        for scope in dict.fromkeys(scopes):
+            collection = self._scope(scope, create=False)
+            if collection is None:
+                continue
+            page = collection.get(ids=list(ids), include=["embeddings"])
+            embeddings = page["embeddings"]
+            if embeddings is None:
+                continue
+            for lesson_id, vec in zip(page["ids"], embeddings, strict=True):
+                found[lesson_id] = [float(x) for x in vec]
+        return found
+
 
 def lesson_metadata(scope: str, error_type: str, status: str, model_id: str) -> Metadata:
     """The index metadata of one lesson (what recall filters on, what drift checks compare)."""

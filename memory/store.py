@@ -22,10 +22,12 @@ from sqlalchemy import func
 from sqlmodel import col, select
 
 from memory import edit, runs, sync, wiring
+from memory import lift as lift_stats
 from memory.db import Database
 from memory.embeddings import Embedder, HashEmbedder
 from memory.errors import EmbeddingMismatchError, LessonNotFoundError, MemoryConfigError
 from memory.index import LessonIndex, embedded_client, ephemeral_client, http_client
+from memory.lexical import LexicalIndex
 from memory.recall import RecallConfig, recall
 from memory.schema import LessonRow, to_lesson
 from memory.sync import Progress
@@ -83,6 +85,9 @@ class Memory:
             dedup_similarity=DEFAULT_DEDUP_SIMILARITY, loop_similarity=DEFAULT_LOOP_SIMILARITY
         )
         self._writer = LessonWriter(db, index, embedder, self.write_config, after_sql_commit)
+        self.lexical = LexicalIndex(db)
+        # Recall reads review flags (memory.lift) to rank flagged lessons down.
+        lift_stats.ensure_tables(db)
         self._drop_index_on_close = drop_index_on_close
 
     # -- construction ------------------------------------------------------------------
@@ -288,7 +293,12 @@ class Memory:
     def recall(self, query: LessonQuery) -> list[ScoredLesson]:
         """Lessons relevant to `query`, best first (read-only; see `memory.recall`)."""
         return recall(
-            query, embedder=self.embedder, index=self.index, db=self.db, config=self.recall_config
+            query,
+            embedder=self.embedder,
+            index=self.index,
+            lexical=self.lexical,
+            db=self.db,
+            config=self.recall_config,
         )
 
     def list_lessons(self, where: LessonFilter | None = None) -> Page[Lesson]:

@@ -20,6 +20,7 @@ from memory import (
     Memory,
     MemoryConfigError,
     MemoryUsageError,
+    lift,
     render_lessons,
 )
 from memory.schema import INDEX_PENDING, LessonRow
@@ -164,6 +165,24 @@ def test_error_type_filter(store: Memory) -> None:
     store.add(draft(1, error_type="timeout"))
     assert store.recall(query(1, error_types=("syntax_error",))) == []
     assert len(store.recall(query(1, error_types=("timeout",)))) == 1
+
+
+def test_flagged_lesson_ranks_below_an_equally_similar_one(store: Memory) -> None:
+    # Two lessons with the same symptom and root cause: the same similarity and the same
+    # words for any query; only the fix differs, so they are not duplicates.
+    texts = {"symptom": "alpha1 bravo1 charlie1 failed", "root_cause": "delta1 echo1 foxtrot1"}
+    first = store.add(draft(1).model_copy(update={**texts, "fix": "golf1 hotel1"})).lesson
+    second = store.add(draft(1).model_copy(update={**texts, "fix": "kilo1 lima1 mike1"})).lesson
+    assert first is not None and second is not None
+    both = store.recall(query(1, limit=2))
+    assert {s.lesson.id for s in both} == {first.id, second.id}
+    assert both[0].similarity == pytest.approx(both[1].similarity)
+    for flagged, other in ((both[0].lesson, both[1].lesson), (both[1].lesson, both[0].lesson)):
+        assert lift.flag(store.db, flagged.id, "recalled in failing runs")
+        ranked = store.recall(query(1, limit=2))
+        assert [s.lesson.id for s in ranked] == [other.id, flagged.id]
+        assert [s.lesson.id for s in store.recall(query(1, limit=1))] == [other.id]
+        assert lift.clear_flag(store.db, flagged.id)
 
 
 def test_token_budget_and_limit(store: Memory) -> None:
