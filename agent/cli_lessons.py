@@ -35,6 +35,7 @@ from memory.types import Lesson, LessonFilter, LessonQuery, LessonSort, LessonUs
 
 # A person searching wants every similar lesson up to --limit, not the prompt's token budget.
 _SEARCH_BUDGET = 10_000_000
+_SEARCH_POOL = 50  # LessonQuery.limit allows at most 50
 
 
 class StatusChoice(StrEnum):
@@ -167,25 +168,34 @@ def search(
     include_global: Annotated[
         bool, typer.Option("--global", help="Also search the shared 'global' scope.")
     ] = False,
-    error_type: Annotated[list[str] | None, typer.Option("--error-type")] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=50)] = 10,
+    error_type: Annotated[
+        list[str] | None,
+        typer.Option("--error-type", help="Only lessons of this error type (repeatable)."),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=_SEARCH_POOL)] = 10,
     min_similarity: Annotated[
         float | None, typer.Option("--min-similarity", min=-1.0, max=1.0)
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Recall lessons by meaning, as the agent would (candidate and validated ones only)."""
+    types = tuple(error_type or ())
     query = LessonQuery(
         text=text,
         scope=scope,
         include_global=include_global,
-        error_types=tuple(error_type or ()),
-        limit=limit,
+        error_types=types,
+        # Recall treats error types as a gate (answer only if one of them matches), then
+        # ranks every type; a person asking for a type wants only that type: ask for the
+        # whole pool and filter.
+        limit=_SEARCH_POOL if types else limit,
         min_similarity=min_similarity,
         token_budget=_SEARCH_BUDGET,
     )
     with open_store(ctx) as memory:
         hits = memory.recall(query)
+        if types:
+            hits = [h for h in hits if h.lesson.error_type in types][:limit]
         cut = min_similarity if min_similarity is not None else memory.recall_config.min_similarity
     if as_json:
         print_json([h.model_dump(mode="json") for h in hits])

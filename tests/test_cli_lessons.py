@@ -206,6 +206,18 @@ def test_search_by_meaning(seeded: Path) -> None:
     assert "no lesson in scope 'proj'" in none.stdout
 
 
+def test_search_error_type_is_a_filter(seeded: Path) -> None:
+    # Close to TZ (check_failed) and to DECIMAL (runtime_error): unfiltered, both show.
+    query = "report dates are off by one hour; could not convert string to float: '3,14'"
+    both = [h["lesson"]["id"] for h in as_json(seeded, "lessons", "search", query)]
+    assert {TZ, DECIMAL} <= set(both), both
+    only = as_json(seeded, "lessons", "search", query, "--error-type", "check_failed")
+    assert only and {h["lesson"]["error_type"] for h in only} == {"check_failed"}
+    runtime = as_json(seeded, "lessons", "search", query, "--error-type", "runtime_error")
+    assert DECIMAL in [h["lesson"]["id"] for h in runtime]
+    assert {h["lesson"]["error_type"] for h in runtime} == {"runtime_error"}
+
+
 def test_stats(seeded: Path) -> None:
     stats = as_json(seeded, "lessons", "stats", "--top", "2")
     assert isinstance(stats, dict)
