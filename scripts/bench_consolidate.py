@@ -18,8 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import signal
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -156,17 +159,23 @@ def write_lessons(memory: Memory, lessons: list[tuple[int, str, str, str]]) -> N
         )
 
 
-def bench_size(n: int, embedder: Embedder, workdir: Path) -> dict[str, float | int]:
+def bench_size(
+    n: int, embedder: Embedder, workdir: Path, say: Callable[[str], None]
+) -> dict[str, float | int]:
     rng = random.Random(n)
     with Memory.open(str(workdir / f"store-{n}"), embedder=embedder) as memory:
         t = time.perf_counter()
         write_lessons(memory, make_lessons(n, rng))
         setup = time.perf_counter() - t
+        say(f"  setup {setup:.1f}s")
         consolidator = Consolidator(memory, llm=None, config=ConsolidationConfig(threshold=0.6))
         t = time.perf_counter()
         embedded = embed_pending(memory)
         embed = time.perf_counter() - t
+        say(f"  embed {embed:.1f}s")
         full = consolidator.run()
+        full_s = full.seconds_cluster + full.seconds_write
+        say(f"  full pass {full_s:.1f}s, merges {len(full.merges)}")
         extra = make_lessons(max(1, n // 100), rng, start=n)
         write_lessons(memory, extra)
         t = time.perf_counter()
@@ -206,12 +215,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results/consolidate.json"))
     parser.add_argument("--no-minilm", action="store_true", help="skip the MiniLM rate")
     args = parser.parse_args()
+    # SIGTERM unwinds like Ctrl-C, so the temporary stores are removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     console = Console()
-    results = []
+    results: list[dict[str, float | int]] = []
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
             console.print(f"[dim]{n} lessons...[/]")
-            results.append(bench_size(n, HashEmbedder(256), Path(tmp)))
+            results.append(bench_size(n, HashEmbedder(256), Path(tmp), console.print))
+            # Written after every size, so a run stopped during a large size keeps the rest.
+            write_results(args.out, results, None)
     rate = None if args.no_minilm else minilm_rate()
     table = Table(title="consolidation (hashing embedder, no model; seconds)")
     for col in (
@@ -246,9 +260,12 @@ def main() -> None:
     console.print(table)
     if rate:
         console.print(f"MiniLM embedding: {rate:.0f} texts/s (embed phase at MiniLM = n / rate)")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"results": results, "minilm_texts_per_s": rate}, indent=2))
+    write_results(args.out, results, rate)
     console.print(f"wrote {args.out}")
+
+
+def write_results(out: Path, results: list[dict[str, float | int]], rate: float | None) -> None:
+    out.write_text(json.dumps({"results": results, "minilm_texts_per_s": rate}, indent=2))
 
 
 if __name__ == "__main__":
