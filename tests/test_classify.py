@@ -230,9 +230,7 @@ def test_memory_addresses_do_not_change_the_signature() -> None:
 def test_fields_stay_short_and_log_path_is_kept(tmp_path: Path) -> None:
     log = tmp_path / "run.log"
     stderr = "Traceback (most recent call last):\n" + (
-        '  File "/workspace/solution.py", line 1, in <module>\n'
-        "    f()\n"
-        f"ValueError: {'x' * 5000}\n"
+        f'  File "/workspace/solution.py", line 1, in <module>\n    f()\nValueError: {"x" * 5000}\n'
     )
     feedback = classify(result(stderr=stderr), log_path=log)
     assert feedback.log_path == log

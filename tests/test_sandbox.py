@@ -227,7 +227,7 @@ def test_output_is_truncated_head_and_tail_and_logged(sandbox: Sandbox, tmp_path
     log = tmp_path / "logs" / "run.log"
     result = run(
         sandbox,
-        "python -c 'print(\"\\n\".join(f\"line {i}\" for i in range(200_000)))'",
+        'python -c \'print("\\n".join(f"line {i}" for i in range(200_000)))\'',
         log_path=log,
     )
     assert result.exit_code == 0 and result.truncated
@@ -248,9 +248,7 @@ def test_paths_escaping_the_workspace_are_rejected(sandbox: Sandbox, name: str) 
     assert caught.value.path == name
 
 
-def test_symlink_in_the_workspace_cannot_redirect_writes(
-    sandbox: Sandbox, tmp_path: Path
-) -> None:
+def test_symlink_in_the_workspace_cannot_redirect_writes(sandbox: Sandbox, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     workspace = tmp_path / "workspace"
