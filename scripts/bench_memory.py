@@ -2,6 +2,7 @@
 
     python scripts/bench_memory.py --sizes 1000 10000 100000 --modes embedded server \
         --json bench_memory.json
+    python scripts/bench_memory.py --lexical --sizes 10000 100000    # BM25 alone, one scope
 
 Modes:
 - embedded: SQLite file + embedded chromadb (PersistentClient) in a temp dir.
@@ -9,7 +10,9 @@ Modes:
             both (PostgreSQL 15 binaries and the `chroma` CLI, as the test suite does).
 
 Lessons are generated from templates (error families x symptoms x causes x fixes, with slots
-for columns, files, functions, values) and spread over 20 project scopes plus "global".
+for columns, files, functions, values) and spread over 20 project scopes plus "global"
+(--scopes 1 puts them all in one project scope, the worst case for BM25: its postings of
+common words are as long as the scope).
 Vectors: real all-MiniLM-L6-v2 embeddings of a pool of template lessons (--pool, cached in
 --cache), each reused with a small random jitter (cosine ~0.9 to its base) to give every
 lesson its own vector. Embedding 100k lessons twice (recall text and dedup text) with MiniLM
@@ -17,6 +20,10 @@ takes hours on a 2-core machine, and the timings of interest here exclude embedd
 --exact embeds every lesson for real. The per-query MiniLM embedding time is measured and
 reported separately. Dedup runs (the scan is paid) with a threshold of 0.999 so the store
 reaches the requested size.
+
+--lexical times recall's BM25 (`memory.lexical.BM25`) alone over the same lesson texts, all in
+one scope, with no SQL, vectors or model: scoring each query, and one add followed by a
+score (what a recall pays after another lesson arrived).
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ sys.path.insert(0, str(REPO))
 from memory import LessonDraft, LessonQuery, Memory, MiniLMEmbedder  # noqa: E402
 from memory.dedup import dedup_text, index_text  # noqa: E402
 from memory.embeddings import MINILM_DIM, MINILM_MODEL_ID  # noqa: E402
+from memory.lexical import BM25  # noqa: E402
 
 SCOPES = [f"proj-{i:02d}" for i in range(20)]
 COLS = ["price", "amount", "total", "unit_cost", "revenue", "balance", "fee", "salary"]
@@ -145,7 +153,7 @@ FAMILIES: dict[str, list[tuple[str, str, str]]] = {
 }
 
 
-def generate(n: int, seed: int) -> list[LessonDraft]:
+def generate(n: int, seed: int, scopes: Sequence[str] = SCOPES) -> list[LessonDraft]:
     """n varied lesson drafts (deterministic for a seed)."""
     rng = random.Random(seed)
     families = [(t, tpl) for t, tpls in FAMILIES.items() for tpl in tpls]
@@ -159,7 +167,7 @@ def generate(n: int, seed: int) -> list[LessonDraft]:
             "lib": rng.choice(LIBS),
             "v": str(rng.randint(1, 999)),
         }
-        scope = "global" if rng.random() < 0.05 else rng.choice(SCOPES)
+        scope = "global" if rng.random() < 0.05 else rng.choice(scopes)
         drafts.append(
             LessonDraft(
                 scope=scope,
@@ -270,15 +278,13 @@ def run_one(
     embed_ms: float,
     args: argparse.Namespace,
 ) -> Result:
-    drafts = generate(size + args.adds, seed=args.seed + size)
+    scopes = SCOPES[: args.scopes]
+    drafts = generate(size + args.adds, seed=args.seed + size, scopes=scopes)
     load, extra = drafts[:size], drafts[size:]
     rng = random.Random(args.seed)
     # Queries read like the error output of a new run: a pool lesson's symptom (same family
     # as the pool vector its embedding is derived from).
-    pool = generate(args.pool, seed=10_000 + args.seed)
-    queries = [
-        f"{pool[k % args.pool].symptom.split(' (case')[0]} #{k}" for k in range(args.queries)
-    ]
+    queries = bench_queries(args)
     table = build_table(drafts, queries, minilm, args)
     memory = opener(TableEmbedder(table))
     try:
@@ -291,7 +297,7 @@ def run_one(
         add_ms = [timed(lambda d=d: memory.add(d)) for d in extra]
         recall_ms, hits = [], []
         for q in queries:
-            scope = rng.choice(SCOPES)
+            scope = rng.choice(scopes)
             lq = LessonQuery(text=q, scope=scope, include_global=True, limit=3, token_budget=400)
             t = time.perf_counter()
             found = memory.recall(lq)
@@ -313,6 +319,58 @@ def run_one(
         recall_p95_ms=round(pct(recall_ms, 0.95), 2),
         recall_mean_hits=round(statistics.mean(hits), 2),
         query_embed_p50_ms=round(embed_ms, 1),
+    )
+
+
+@dataclass
+class LexicalResult:
+    size: int
+    build_s: float
+    score_p50_ms: float
+    score_p95_ms: float
+    mean_matches: float
+    add_score_p50_ms: float
+    add_score_p95_ms: float
+
+
+def bench_queries(args: argparse.Namespace) -> list[str]:
+    """Queries read like the error output of a new run: a pool lesson's symptom."""
+    pool = generate(args.pool, seed=10_000 + args.seed)
+    return [f"{pool[k % args.pool].symptom.split(' (case')[0]} #{k}" for k in range(args.queries)]
+
+
+def run_lexical(size: int, args: argparse.Namespace) -> LexicalResult:
+    """BM25 alone over `size` lesson texts in one scope: score, and add-then-score."""
+    drafts = generate(size + args.adds, seed=args.seed + size)
+    texts = [index_text(d.symptom, d.root_cause) for d in drafts]
+    queries = bench_queries(args)
+    bm25 = BM25()
+    t0 = time.perf_counter()
+    for i, text in enumerate(texts[:size]):
+        bm25.put(f"l{i}", text)
+    build_s = time.perf_counter() - t0
+    bm25.scores(queries[0])  # warm up
+    score_ms, matches = [], []
+    for q in queries:
+        t = time.perf_counter()
+        found = bm25.scores(q)
+        score_ms.append((time.perf_counter() - t) * 1000)
+        matches.append(len(found))
+    add_ms = []
+    for k, text in enumerate(texts[size:]):
+        # What a recall pays after one more lesson arrived: the update, then the scoring.
+        t = time.perf_counter()
+        bm25.put(f"x{k}", text)
+        bm25.scores(queries[k % len(queries)])
+        add_ms.append((time.perf_counter() - t) * 1000)
+    return LexicalResult(
+        size=size,
+        build_s=round(build_s, 2),
+        score_p50_ms=round(pct(score_ms, 0.5), 2),
+        score_p95_ms=round(pct(score_ms, 0.95), 2),
+        mean_matches=round(statistics.mean(matches), 1),
+        add_score_p50_ms=round(pct(add_ms, 0.5), 2),
+        add_score_p95_ms=round(pct(add_ms, 0.95), 2),
     )
 
 
@@ -377,6 +435,20 @@ def print_table(results: list[Result]) -> None:
     print("(times in ms; recall excludes query embedding; q-embed = real MiniLM, one query)")
 
 
+def main_lexical(args: argparse.Namespace) -> int:
+    lexical = []
+    for size in args.sizes:
+        lexical.append(run_lexical(size, args))
+        print(json.dumps(asdict(lexical[-1])), flush=True)
+    print("(times in ms; add+score = one put() then one scores(), as a recall after an add)")
+    if args.json:
+        meta = {"python": platform.python_version(), "queries": args.queries, "adds": args.adds}
+        args.json.write_text(
+            json.dumps({"meta": meta, "lexical": [asdict(r) for r in lexical]}, indent=2)
+        )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
@@ -394,7 +466,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pg-url")
     parser.add_argument("--chroma-url")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument(
+        "--scopes",
+        type=int,
+        default=len(SCOPES),
+        choices=range(1, len(SCOPES) + 1),
+        metavar=f"1..{len(SCOPES)}",
+        help="project scopes the lessons are spread over",
+    )
+    parser.add_argument("--lexical", action="store_true", help="time BM25 alone, one scope")
     args = parser.parse_args(argv)
+    if args.lexical:
+        return main_lexical(args)
 
     minilm = MiniLMEmbedder(batch_size=128)
     embed_ms = measure_query_embedding(minilm)
