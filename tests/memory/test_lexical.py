@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from memory import HashEmbedder, LessonDraft, Memory
-from memory.lexical import BM25
+from memory.lexical import BM25, tokenize
 
 
 def test_bm25_removal_equals_a_fresh_index() -> None:
@@ -52,3 +55,106 @@ def test_postings_follow_sql_across_writers(tmp_path: Path) -> None:
             writer.update(yankee.id, scope="elsewhere")
             assert reader.lexical.scores("xray", ["default"]) == {}
             assert set(reader.lexical.scores("xray", ["default", "elsewhere"])) == {yankee.id}
+
+
+class ReferenceBM25:
+    """The textbook loop over postings (the implementation BM25 replaced), to compare with."""
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self.docs: dict[str, Counter[str]] = {}
+
+    def put(self, doc_id: str, text: str) -> None:
+        self.docs[doc_id] = Counter(tokenize(text))
+
+    def remove(self, doc_id: str) -> None:
+        self.docs.pop(doc_id, None)
+
+    def scores(self, query: str) -> dict[str, float]:
+        n = len(self.docs)
+        if n == 0:
+            return {}
+        lengths = {d: sum(terms.values()) for d, terms in self.docs.items()}
+        avg = sum(lengths.values()) / n
+        out: dict[str, float] = {}
+        for term in tokenize(query):
+            posting = {d: terms[term] for d, terms in self.docs.items() if term in terms}
+            if not posting:
+                continue
+            df = len(posting)
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            for doc_id, tf in posting.items():
+                norm = self.k1 * (1 - self.b + self.b * lengths[doc_id] / avg)
+                out[doc_id] = out.get(doc_id, 0.0) + idf * tf * (self.k1 + 1) / (tf + norm)
+        return out
+
+
+# A small vocabulary with a Zipf-like skew: a few words in most documents, many rare ones.
+WORDS = ["error", "the", "valueerror", "in", "of", "float", "utf", "8", "sig", "bom"] + [
+    f"w{i}" for i in range(60)
+]
+
+
+def random_text(rng: random.Random) -> str:
+    return " ".join(
+        rng.choices(WORDS, weights=[1 / (i + 1) for i in range(len(WORDS))], k=rng.randint(1, 25))
+    )
+
+
+def best(scores: dict[str, float], n: int) -> list[str]:
+    return [d for d, _ in sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))[:n]]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_bm25_scores_equal_the_reference_through_adds_removes_and_replacements(seed: int) -> None:
+    rng = random.Random(seed)
+    fast, slow = BM25(), ReferenceBM25()
+    held = []  # results taken before later writes: snapshots, they must not move
+    for step in range(400):
+        doc_id = f"d{rng.randrange(120)}"  # ids repeat: replacements, and removes of absent ids
+        if rng.random() < 0.3:
+            fast.remove(doc_id)
+            slow.remove(doc_id)
+        else:
+            text = random_text(rng)
+            fast.put(doc_id, text)
+            slow.put(doc_id, text)
+        if step % 10 == 0:
+            query = random_text(rng) + " unseen " + rng.choice(WORDS)  # repeated words count
+            expected = slow.scores(query)
+            found = fast.search(query)
+            assert found.to_dict() == expected  # the same floats, not just close ones
+            assert dict(found) == expected and len(found) == len(expected)
+            assert all(found.get(d) == expected.get(d) for d in [*expected, "d999", doc_id])
+            for n in (0, 1, 5, 1000):
+                assert [d for d, _ in found.top(n)] == best(expected, n)
+            held.append((found, expected))
+    assert len(fast) == len(slow.docs)
+    for found, expected in held:
+        assert found.to_dict() == expected
+
+
+def test_top_breaks_long_ties_by_id_like_recall() -> None:
+    bm25 = BM25()
+    for i in random.Random(3).sample(range(60), 60):  # slots in shuffled id order
+        bm25.put(f"d{i:02d}", "error" if i % 2 else "error in other words")
+    found = bm25.search("error")
+    assert len({score for _, score in found.top(30)}) == 1  # one run of equal scores
+    assert [d for d, _ in found.top(7)] == ["d01", "d03", "d05", "d07", "d09", "d11", "d13"]
+    assert [d for d, _ in found.top(35)] == best(found.to_dict(), 35)
+    assert found.top(35)[-1][0] == "d08"  # the next run starts with the smallest id
+
+
+def test_scores_of_several_scopes_sit_side_by_side(tmp_path: Path) -> None:
+    with Memory.open(str(tmp_path / "store.sqlite3"), embedder=HashEmbedder()) as memory:
+        here = memory.add(lesson("zulu")).lesson
+        there = memory.add(lesson("zulu zulu").model_copy(update={"scope": "other"})).lesson
+        assert here is not None and there is not None
+        found = memory.lexical.search("zulu cause", ["default", "other", "default"])
+        assert set(found) == {here.id, there.id} and len(found) == 2
+        assert found.to_dict() == {
+            **memory.lexical.scores("zulu cause", ["default"]),
+            **memory.lexical.scores("zulu cause", ["other"]),
+        }
+        assert found.top(2) == sorted(found.items(), key=lambda pair: (-pair[1], pair[0]))
+        assert memory.lexical.search("nothing shared", ["default", "other"]).top(3) == []
