@@ -51,6 +51,7 @@ from memory import LessonDraft, LessonQuery, Memory, MiniLMEmbedder  # noqa: E40
 from memory.dedup import dedup_text, index_text  # noqa: E402
 from memory.embeddings import MINILM_DIM, MINILM_MODEL_ID  # noqa: E402
 from memory.lexical import BM25  # noqa: E402
+from memory.recall import RecallConfig  # noqa: E402
 
 SCOPES = [f"proj-{i:02d}" for i in range(20)]
 COLS = ["price", "amount", "total", "unit_cost", "revenue", "balance", "fee", "salary"]
@@ -328,9 +329,13 @@ class LexicalResult:
     build_s: float
     score_p50_ms: float
     score_p95_ms: float
+    top_p50_ms: float
+    top_p95_ms: float
     mean_matches: float
     add_score_p50_ms: float
     add_score_p95_ms: float
+    add_top_p50_ms: float
+    add_top_p95_ms: float
 
 
 def bench_queries(args: argparse.Namespace) -> list[str]:
@@ -349,28 +354,38 @@ def run_lexical(size: int, args: argparse.Namespace) -> LexicalResult:
     for i, text in enumerate(texts[:size]):
         bm25.put(f"l{i}", text)
     build_s = time.perf_counter() - t0
-    bm25.scores(queries[0])  # warm up
-    score_ms, matches = [], []
-    for q in queries:
-        t = time.perf_counter()
-        found = bm25.scores(q)
-        score_ms.append((time.perf_counter() - t) * 1000)
-        matches.append(len(found))
-    add_ms = []
+    pool = RecallConfig.candidate_pool  # the default pool recall fuses
+
+    def scores(q: str) -> None:
+        bm25.scores(q)  # every match as a dict: what recall.py reads today
+
+    def top(q: str) -> None:
+        bm25.search(q).top(pool)  # the best `pool` matches: what recall fuses
+
+    scores(queries[0])  # warm up
+    score_ms = [timed(lambda q=q: scores(q)) for q in queries]
+    top_ms = [timed(lambda q=q: top(q)) for q in queries]
+    matches = [len(bm25.search(q)) for q in queries]
+    # What a recall pays after one more lesson arrived: the update, then the scoring.
+    add_ms: list[float] = []
+    add_top_ms: list[float] = []
     for k, text in enumerate(texts[size:]):
-        # What a recall pays after one more lesson arrived: the update, then the scoring.
-        t = time.perf_counter()
+        q, t = queries[k % len(queries)], time.perf_counter()
         bm25.put(f"x{k}", text)
-        bm25.scores(queries[k % len(queries)])
-        add_ms.append((time.perf_counter() - t) * 1000)
+        (scores if k % 2 else top)(q)
+        (add_ms if k % 2 else add_top_ms).append((time.perf_counter() - t) * 1000)
     return LexicalResult(
         size=size,
         build_s=round(build_s, 2),
         score_p50_ms=round(pct(score_ms, 0.5), 2),
         score_p95_ms=round(pct(score_ms, 0.95), 2),
+        top_p50_ms=round(pct(top_ms, 0.5), 2),
+        top_p95_ms=round(pct(top_ms, 0.95), 2),
         mean_matches=round(statistics.mean(matches), 1),
         add_score_p50_ms=round(pct(add_ms, 0.5), 2),
         add_score_p95_ms=round(pct(add_ms, 0.95), 2),
+        add_top_p50_ms=round(pct(add_top_ms, 0.5), 2),
+        add_top_p95_ms=round(pct(add_top_ms, 0.95), 2),
     )
 
 
@@ -440,7 +455,10 @@ def main_lexical(args: argparse.Namespace) -> int:
     for size in args.sizes:
         lexical.append(run_lexical(size, args))
         print(json.dumps(asdict(lexical[-1])), flush=True)
-    print("(times in ms; add+score = one put() then one scores(), as a recall after an add)")
+    print(
+        "(times in ms; score = scores() as a dict of every match; top = search().top(pool), "
+        "recall's need; add_* = one put() then the same)"
+    )
     if args.json:
         meta = {"python": platform.python_version(), "queries": args.queries, "adds": args.adds}
         args.json.write_text(
