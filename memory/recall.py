@@ -35,7 +35,6 @@ drops below an equally relevant unflagged lesson, and out of a full recall. Age 
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -184,7 +183,7 @@ class _Search:
         self.query, self.index, self.db, self.cut = query, index, db, cut
         self.vector = np.asarray(vector, dtype=np.float32)
         self.scopes = scopes_of(query)
-        self.bm25 = lexical.scores(query.text, self.scopes)
+        self.bm25 = lexical.search(query.text, self.scopes)
         self.similarity: dict[str, float] = {}
 
     def nearest(self, n: int, where: dict[str, Any] | None) -> list[Hit]:
@@ -196,7 +195,7 @@ class _Search:
 
     def lexical_top(self, n: int) -> list[str]:
         """The `n` best BM25 matches, with their similarities fetched from the index."""
-        ranked = heapq.nsmallest(n, self.bm25.items(), key=lambda pair: (-pair[1], pair[0]))
+        ranked = self.bm25.top(n)  # best first, ties by id
         ids = [i for i, _ in ranked]
         missing = [i for i in ids if i not in self.similarity]
         for lesson_id, vec in self.index.vectors(missing, scopes=self.scopes).items():
