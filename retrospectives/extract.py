@@ -40,17 +40,26 @@ NO_MODEL = "deterministic: no model"
 UNRESOLVED = "unresolved"
 
 _PLACEHOLDERS = {"", "...", "n/a", "none", "unknown", "todo", "tbd"}
-# The hints of LESSON_SYSTEM's JSON template: a small model sometimes copies them verbatim.
-_TEMPLATE_HINTS = {
-    "why it failed",
-    "what to do instead",
-    "the situation or input where this lesson matters",
-    # LESSON_SYSTEM's example answer: copying it is no lesson. It is deliberately far from
-    # the data traps the agent meets, so a true lesson is never mistaken for the example.
-    "a default list argument is created once and shared by every call",
-    "default the argument to none and create a new list inside the function",
-    "functions that take an optional list or dict argument",
-}
+
+
+def _bare(text: str) -> str:
+    return " ".join(text.lower().split()).strip("<>.\"' -:;")
+
+
+_NOT_A_PLACEHOLDER = "a real sentence is required, not the prompt's words"
+_TOO_SHORT = "write a full sentence (at least three words)"
+
+
+def copied_from_prompt(text: str) -> bool:
+    """A field that repeats the instructions, or the repair turn's complaint, is no lesson.
+
+    A small model does both: it copies the prompt's example, and after "write a full
+    sentence" it writes exactly that sentence.
+    """
+    bare = _bare(text)
+    if any(message in bare for message in (_NOT_A_PLACEHOLDER, _TOO_SHORT)):
+        return True
+    return len(bare) >= 12 and bare in _bare(prompts.LESSON_SYSTEM)
 
 
 class LessonAnalysis(BaseModel):
@@ -65,14 +74,14 @@ class LessonAnalysis(BaseModel):
     @field_validator("root_cause", "fix", "applies_when")
     @classmethod
     def _not_placeholder(cls, value: str) -> str:
-        # A small model sometimes echoes the template ("<why it failed>"): that is no lesson.
+        # A small model sometimes echoes a placeholder or the instructions: no lesson.
         text = value.strip()
-        bare = text.strip("<>.\"' ").lower()
-        if bare in _PLACEHOLDERS or bare in _TEMPLATE_HINTS:
-            raise ValueError("a real sentence is required, not the template's placeholder")
+        placeholder = text.startswith("<") and text.endswith(">")
+        if placeholder or _bare(text) in _PLACEHOLDERS or copied_from_prompt(text):
+            raise ValueError(_NOT_A_PLACEHOLDER)
         if len(text.split()) < 3:
             # "ValueError" is a name, not a cause: the lesson must say why.
-            raise ValueError("write a full sentence (at least three words)")
+            raise ValueError(_TOO_SHORT)
         return text
 
 

@@ -43,7 +43,7 @@ def test_scores_the_model_lesson_against_the_family_cause() -> None:
     assert report.model_used_rate == 1.0 and report.names_cause_rate == 0.5
 
 
-def test_a_template_copy_counts_as_fallback(tmp_path: Path) -> None:
+def test_a_copy_of_the_prompt_example_counts_as_fallback(tmp_path: Path) -> None:
     copied = {
         "root_cause": "A default list argument is created once and shared by every call.",
         "fix": "Default the argument to None and create a new list inside the function.",

@@ -16,6 +16,8 @@ from agent.llm.structured import (
 
 
 class Verdict(BaseModel):
+    """Internal note for programmers: never shown to a model."""
+
     passed: bool
     score: int = Field(ge=1, le=10)
     issues: list[str] = []
@@ -93,6 +95,8 @@ def test_missing_field_is_repaired_with_the_error_sent_back() -> None:
     assert "score: Field required" in repair.content
     assert "JSON object only" in repair.content
     assert '"score"' in repair.content  # the schema travels with the request
+    # ...without the class docstring: a small model copies such prose into its answer.
+    assert "Internal note" not in repair.content
 
 
 def test_invalid_json_is_repaired() -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.errors import BackendError, ModelFileError
 from agent.llm.base import Completion, M, Message, Usage
-from agent.llm.structured import complete_structured, with_schema_instruction
+from agent.llm.structured import complete_structured, model_schema, with_schema_instruction
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -152,7 +152,7 @@ class LocalLLM:
 
                 try:
                     self._grammars[schema] = LlamaGrammar.from_json_schema(
-                        json.dumps(grammar_schema(schema.model_json_schema())), verbose=False
+                        json.dumps(grammar_schema(model_schema(schema))), verbose=False
                     )
                 except (ValueError, KeyError, TypeError, AssertionError, RecursionError) as exc:
                     # The converter signals unsupported schemas with asserts and plain errors.

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agent.errors import BackendError
 from agent.llm.base import Completion, M, Message, Usage
-from agent.llm.structured import complete_structured, with_schema_instruction
+from agent.llm.structured import complete_structured, model_schema, with_schema_instruction
 
 if TYPE_CHECKING:
     import openai
@@ -110,7 +110,7 @@ class OpenAICompatibleLLM:
                 "type": "json_schema",
                 "json_schema": {
                     "name": _schema_name(schema),
-                    "schema": strict_schema(schema.model_json_schema()),
+                    "schema": strict_schema(model_schema(schema)),
                     "strict": True,
                 },
             }

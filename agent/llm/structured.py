@@ -120,9 +120,20 @@ def _describe(exc: ValidationError) -> str:
     return "JSON did not match the schema:\n" + "\n".join(lines)
 
 
+def model_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema a model is shown: pydantic's, without the class docstring.
+
+    A class docstring is written for programmers ("what the model adds to the facts"), and
+    a small model copies such prose into its answer; field descriptions stay.
+    """
+    data = schema.model_json_schema()
+    data.pop("description", None)
+    return data
+
+
 def schema_json(schema: type[BaseModel]) -> str:
-    """The pydantic JSON schema as compact text, for prompts and server requests."""
-    return json.dumps(schema.model_json_schema(), separators=(",", ":"))
+    """`model_schema` as compact text, for prompts."""
+    return json.dumps(model_schema(schema), separators=(",", ":"))
 
 
 def with_schema_instruction(messages: Sequence[Message], schema: type[BaseModel]) -> list[Message]:

@@ -74,7 +74,15 @@ def test_fixed_failure_yields_one_model_written_candidate_lesson() -> None:
     [
         ["not json at all", "still not json"],
         ['{"root_cause": "x"}', '{"fix": "y"}'],  # schema-invalid twice
-        [analysis(root_cause="<why it failed>")] * 2,  # template echoed back
+        [analysis(root_cause="<why it failed>")] * 2,  # a placeholder echoed back
+        # the prompt's example echoed back (another case and spacing: still a copy)
+        [analysis(fix="Default the argument to None and create a  new list INSIDE the function")]
+        * 2,
+        # a one-word cause, then the repair turn's complaint written back as the cause
+        [
+            analysis(root_cause="ValueError"),
+            analysis(root_cause="Value error, write a full sentence (at least three words)"),
+        ],
     ],
 )
 def test_invalid_model_output_falls_back_to_the_deterministic_draft(replies: list[str]) -> None:
