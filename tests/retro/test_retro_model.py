@@ -28,3 +28,29 @@ def test_real_model_writes_a_schema_valid_lesson() -> None:
         f"\nfallbacks: {outcome.fallbacks}\nroot cause: {draft.root_cause}"
         f"\nfix: {draft.fix}\nwhen: {draft.applies_when}"
     )
+
+
+@pytest.mark.model
+def test_real_model_analysis_is_used_on_real_trap_trajectories() -> None:
+    """On real fail-then-pass runs of trap tasks (naive helpers, then the reference, both run
+    in the sandbox), the embedded model's own analysis passes the schema and the junk filter.
+
+    scripts/bench_retro.py measured 6 of 12 families accepted at temperature 0; these three
+    were among them. At least one must be: a prompt or validator change that makes the model
+    path fall back everywhere fails here, not only in the benchmark's rate.
+    """
+    from agent.sandbox import Limits, Sandbox
+    from scripts.bench_retro import TRAPS, select, trajectory
+
+    llm = resolve_llm("local", Settings.from_env())
+    sandbox = Sandbox(Limits(cpu_s=30))
+    names = ("percent_01_survey", "semicolon_01_shipments", "latin1_01_customers")
+    used = []
+    for task in select(1, [TRAPS / name for name in names]):
+        outcome = Retrospective(llm).analyse(trajectory(task, sandbox))
+        draft = next(d for d in outcome.drafts if d.error_type != "process")
+        LessonAnalysis(root_cause=draft.root_cause, fix=draft.fix, applies_when=draft.applies_when)
+        if not outcome.fallbacks:
+            used.append(task.id)
+            print(f"\n{task.id}: {draft.root_cause} / {draft.fix}")
+    assert used, "the model's analysis was rejected on every trajectory"
