@@ -94,15 +94,21 @@ class RetroReport(BaseModel):
     seconds: float
 
 
+def with_naive_helpers(reference: str) -> tuple[str, str]:
+    """(family, solution): a trap reference with its careful helpers swapped for the naive
+    ones of examples/traps/_naive, i.e. the obvious program that falls into the trap."""
+    block = HELPERS_BLOCK.search(reference)
+    if block is None:
+        raise ValueError("reference/solution.py has no trap helpers block")
+    naive = (NAIVE / f"{block['family']}.py").read_text(encoding="utf-8")
+    return block["family"], reference[: block.start()] + naive + reference[block.end() :]
+
+
 def trajectory(task: Task, sandbox: Sandbox) -> RunResult:
     """Naive helpers (round 1, fails on the trap) then the reference (round 2, passes)."""
     assert task.task_dir is not None and task.check is not None
     reference = (task.task_dir / "reference" / "solution.py").read_text(encoding="utf-8")
-    block = HELPERS_BLOCK.search(reference)
-    if block is None:
-        raise SystemExit(f"{task.id}: reference/solution.py has no trap helpers block")
-    naive = (NAIVE / f"{block['family']}.py").read_text(encoding="utf-8")
-    failing = reference[: block.start()] + naive + reference[block.end() :]
+    _, failing = with_naive_helpers(reference)
     rounds = []
     for n, body in ((1, failing), (2, reference)):
         files = {"solution.py": body}

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from agent.task import Task, load_task
+from scripts.bench_retro import with_naive_helpers
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ROOT / "examples" / "tasks"
@@ -29,10 +30,6 @@ ALL_DIRS = TASK_DIRS + TRAP_DIRS
 
 FAMILIES = {p.stem for p in NAIVE.glob("*.py")}
 TRAP_NAME = re.compile(r"^(?P<family>[a-z0-9_]+?)_(?P<nn>\d\d)_(?P<domain>[a-z0-9_]+)$")
-HELPERS_BLOCK = re.compile(
-    r"^# --- trap helpers: (?P<family>\w+) ---\n.*?^# --- end trap helpers ---$",
-    re.MULTILINE | re.DOTALL,
-)
 # Names that would hand the model the answer or the checker if they sat in workspace/.
 FORBIDDEN_IN_WORKSPACE = re.compile(r"(^|/)(check|checker|expected|reference)[^/]*$")
 
@@ -147,12 +144,8 @@ def test_naive_solution_falls_into_the_trap(
     """The reference with its family's helpers swapped for the obvious ones must fail."""
     task = load_task(task_dir)
     reference = (task_dir / "reference" / "solution.py").read_text(encoding="utf-8")
-    block = HELPERS_BLOCK.search(reference)
-    assert block, "reference/solution.py lacks the trap helpers block"
-    family = block["family"]
+    family, solution = with_naive_helpers(reference)
     assert task.tags == (family,)
-    naive = (NAIVE / f"{family}.py").read_text(encoding="utf-8")
-    solution = reference[: block.start()] + naive + reference[block.end() :]
 
     result = run_check(task, tmp_path, python_on_path, {"solution.py": solution})
     output = result.stdout + result.stderr
