@@ -205,34 +205,23 @@ class MemoryRanker:
         return [(self.labels[h.lesson.id], round(h.score, 4)) for h in hits]
 
 
-class BM25:
-    """Okapi BM25 over a fixed list of texts: recall's own lexical ranker (`memory.lexical`)."""
-
-    def __init__(self, docs: Sequence[str]) -> None:
-        self.index = lexical.BM25()
-        for i, doc in enumerate(docs):
-            self.index.put(str(i), doc)
-        self.n = len(docs)
-
-    def scores(self, query: str) -> list[float]:
-        """One score per text, in order; > 0 exactly when it shares a word with `query`."""
-        found = self.index.scores(query)
-        return [found.get(str(i), 0.0) for i in range(self.n)]
-
-
 class BM25Ranker:
-    """BM25 over the indexed lesson text; optional error-type filter like the loop's."""
+    """BM25 over the indexed lesson text (recall's own `memory.lexical.BM25`); optional
+    error-type filter like the loop's."""
 
     def __init__(self, lessons: Sequence[LessonSpec], *, use_types: bool) -> None:
         self.lessons = list(lessons)
-        self.bm25 = BM25([index_text(x.symptom, x.root_cause) for x in self.lessons])
+        self.bm25 = lexical.BM25()
+        for lesson in self.lessons:
+            self.bm25.put(lesson.id, index_text(lesson.symptom, lesson.root_cause))
         self.use_types = use_types
 
     def rank(self, query: Query) -> list[tuple[str, float]]:
+        found = self.bm25.scores(query.text)  # only lessons sharing a word, all > 0
         scored = [
-            (lesson.id, round(score, 4))
-            for lesson, score in zip(self.lessons, self.bm25.scores(query.text), strict=True)
-            if score > 0
+            (lesson.id, round(found[lesson.id], 4))
+            for lesson in self.lessons
+            if lesson.id in found
             and (
                 not self.use_types
                 or not query.error_types

@@ -10,7 +10,6 @@ from agent.sandbox import Limits, Sandbox
 from memory import MiniLMEmbedder
 from memory.quality import no_lesson_rate, ranking_metrics
 from scripts.bench_recall import (
-    BM25,
     MethodReport,
     Query,
     Suite,
@@ -33,12 +32,6 @@ def test_ranking_metrics_by_hand() -> None:
     assert no_lesson_rate([]) is None
     with pytest.raises(ValueError):
         ranking_metrics([["a"]], ["a", "b"])
-
-
-def test_bm25_scores_shared_words_only() -> None:
-    bm25 = BM25(["could not convert string to float", "utf-8 byte order mark", "float float"])
-    scores = bm25.scores("ValueError: could not convert string to float: '$1,299.99'")
-    assert scores[0] > scores[2] > 0 and scores[1] == 0
 
 
 def test_oracle_cut_silences_unrelated_and_scores_the_rest() -> None:

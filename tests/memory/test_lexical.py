@@ -158,3 +158,12 @@ def test_scores_of_several_scopes_sit_side_by_side(tmp_path: Path) -> None:
         }
         assert found.top(2) == sorted(found.items(), key=lambda pair: (-pair[1], pair[0]))
         assert memory.lexical.search("nothing shared", ["default", "other"]).top(3) == []
+
+
+def test_bm25_scores_shared_words_only() -> None:
+    bm25 = BM25()
+    for doc_id, text in (("a", "could not convert string to float"),
+                         ("b", "utf-8 byte order mark"), ("c", "float float")):  # fmt: skip
+        bm25.put(doc_id, text)
+    scores = bm25.scores("ValueError: could not convert string to float: '$1,299.99'")
+    assert scores["a"] > scores["c"] > 0 and "b" not in scores
