@@ -2,7 +2,6 @@
 
     python scripts/bench_memory.py --sizes 1000 10000 100000 --modes embedded server \
         --json bench_memory.json
-    python scripts/bench_memory.py --lexical --sizes 10000 100000    # BM25 alone, one scope
 
 Modes:
 - embedded: SQLite file + embedded chromadb (PersistentClient) in a temp dir.
@@ -21,9 +20,7 @@ takes hours on a 2-core machine, and the timings of interest here exclude embedd
 reported separately. Dedup runs (the scan is paid) with a threshold of 0.999 so the store
 reaches the requested size.
 
---lexical times recall's BM25 (`memory.lexical.BM25`) alone over the same lesson texts, all in
-one scope, with no SQL, vectors or model: scoring each query, and one add followed by a
-score (what a recall pays after another lesson arrived).
+scripts/bench_lexical.py times recall's BM25 alone over the same lesson texts in one scope.
 """
 
 from __future__ import annotations
@@ -50,8 +47,6 @@ sys.path.insert(0, str(REPO))
 from memory import LessonDraft, LessonQuery, Memory, MiniLMEmbedder  # noqa: E402
 from memory.dedup import dedup_text, index_text  # noqa: E402
 from memory.embeddings import MINILM_DIM, MINILM_MODEL_ID  # noqa: E402
-from memory.lexical import BM25  # noqa: E402
-from memory.recall import RecallConfig  # noqa: E402
 
 SCOPES = [f"proj-{i:02d}" for i in range(20)]
 COLS = ["price", "amount", "total", "unit_cost", "revenue", "balance", "fee", "salary"]
@@ -323,70 +318,10 @@ def run_one(
     )
 
 
-@dataclass
-class LexicalResult:
-    size: int
-    build_s: float
-    score_p50_ms: float
-    score_p95_ms: float
-    top_p50_ms: float
-    top_p95_ms: float
-    mean_matches: float
-    add_score_p50_ms: float
-    add_score_p95_ms: float
-    add_top_p50_ms: float
-    add_top_p95_ms: float
-
-
 def bench_queries(args: argparse.Namespace) -> list[str]:
     """Queries read like the error output of a new run: a pool lesson's symptom."""
     pool = generate(args.pool, seed=10_000 + args.seed)
     return [f"{pool[k % args.pool].symptom.split(' (case')[0]} #{k}" for k in range(args.queries)]
-
-
-def run_lexical(size: int, args: argparse.Namespace) -> LexicalResult:
-    """BM25 alone over `size` lesson texts in one scope: score, and add-then-score."""
-    drafts = generate(size + args.adds, seed=args.seed + size)
-    texts = [index_text(d.symptom, d.root_cause) for d in drafts]
-    queries = bench_queries(args)
-    bm25 = BM25()
-    t0 = time.perf_counter()
-    for i, text in enumerate(texts[:size]):
-        bm25.put(f"l{i}", text)
-    build_s = time.perf_counter() - t0
-    pool = RecallConfig.candidate_pool  # the default pool recall fuses
-
-    def scores(q: str) -> None:
-        bm25.scores(q)  # every match as a dict: what recall.py reads today
-
-    def top(q: str) -> None:
-        bm25.search(q).top(pool)  # the best `pool` matches: what recall fuses
-
-    scores(queries[0])  # warm up
-    score_ms = [timed(lambda q=q: scores(q)) for q in queries]
-    top_ms = [timed(lambda q=q: top(q)) for q in queries]
-    matches = [len(bm25.search(q)) for q in queries]
-    # What a recall pays after one more lesson arrived: the update, then the scoring.
-    add_ms: list[float] = []
-    add_top_ms: list[float] = []
-    for k, text in enumerate(texts[size:]):
-        q, t = queries[k % len(queries)], time.perf_counter()
-        bm25.put(f"x{k}", text)
-        (scores if k % 2 else top)(q)
-        (add_ms if k % 2 else add_top_ms).append((time.perf_counter() - t) * 1000)
-    return LexicalResult(
-        size=size,
-        build_s=round(build_s, 2),
-        score_p50_ms=round(pct(score_ms, 0.5), 2),
-        score_p95_ms=round(pct(score_ms, 0.95), 2),
-        top_p50_ms=round(pct(top_ms, 0.5), 2),
-        top_p95_ms=round(pct(top_ms, 0.95), 2),
-        mean_matches=round(statistics.mean(matches), 1),
-        add_score_p50_ms=round(pct(add_ms, 0.5), 2),
-        add_score_p95_ms=round(pct(add_ms, 0.95), 2),
-        add_top_p50_ms=round(pct(add_top_ms, 0.5), 2),
-        add_top_p95_ms=round(pct(add_top_ms, 0.95), 2),
-    )
 
 
 def measure_query_embedding(minilm: MiniLMEmbedder, n: int = 20) -> float:
@@ -450,23 +385,6 @@ def print_table(results: list[Result]) -> None:
     print("(times in ms; recall excludes query embedding; q-embed = real MiniLM, one query)")
 
 
-def main_lexical(args: argparse.Namespace) -> int:
-    lexical = []
-    for size in args.sizes:
-        lexical.append(run_lexical(size, args))
-        print(json.dumps(asdict(lexical[-1])), flush=True)
-    print(
-        "(times in ms; score = scores() as a dict of every match; top = search().top(pool), "
-        "recall's need; add_* = one put() then the same)"
-    )
-    if args.json:
-        meta = {"python": platform.python_version(), "queries": args.queries, "adds": args.adds}
-        args.json.write_text(
-            json.dumps({"meta": meta, "lexical": [asdict(r) for r in lexical]}, indent=2)
-        )
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
@@ -492,10 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar=f"1..{len(SCOPES)}",
         help="project scopes the lessons are spread over",
     )
-    parser.add_argument("--lexical", action="store_true", help="time BM25 alone, one scope")
     args = parser.parse_args(argv)
-    if args.lexical:
-        return main_lexical(args)
 
     minilm = MiniLMEmbedder(batch_size=128)
     embed_ms = measure_query_embedding(minilm)
