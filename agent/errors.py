@@ -5,6 +5,7 @@
     │   ├── TaskFormatError         a task directory does not follow the task format
     │   └── ModelFileError          the GGUF is missing or its sha256 does not match
     ├── BackendError                an LLM backend or the sandbox failed; retry or fix the service
+    │   ├── ModelCrashedError       the local model's worker process died (a native crash)
     │   └── SandboxError            the sandbox itself could not run (not the candidate's fault)
     └── ModelOutputError            the model answered, but not in the shape we asked for
         ├── StructuredOutputError   JSON-schema output still invalid after the repair attempt
@@ -39,6 +40,19 @@ class ModelFileError(ConfigurationError):
 
 class BackendError(LessonloopError):
     """An LLM backend (server, library) failed to answer."""
+
+
+class ModelCrashedError(BackendError):
+    """The local model's worker process died (e.g. SIGSEGV inside llama.cpp).
+
+    The message names the model, the signal and what to do; `returncode` is the worker's
+    (negative: killed by that signal). The next call starts a fresh worker.
+    """
+
+    def __init__(self, message: str, *, model: str, returncode: int) -> None:
+        super().__init__(message)
+        self.model = model
+        self.returncode = returncode
 
 
 class SandboxError(BackendError):

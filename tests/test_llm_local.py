@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import sys
 import time
 from pathlib import Path
 from typing import Literal
@@ -10,10 +12,17 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from agent.errors import ModelFileError
+from agent.errors import BackendError, ModelCrashedError, ModelFileError
 from agent.llm import LLM, Message, resolve_llm
 from agent.llm.local import LocalLLM, default_threads, grammar_schema
 from agent.settings import Settings
+
+FAKE_WORKER = Path(__file__).parent / "fakes" / "crashing_worker.py"
+HI = [Message(role="user", content="hi")]
+
+
+def fake(mode: str, state: Path) -> tuple[str, ...]:
+    return (sys.executable, str(FAKE_WORKER), mode, str(state))
 
 
 def test_construction_is_lazy(tmp_path: Path) -> None:
@@ -28,6 +37,56 @@ def test_unloadable_file_is_a_model_file_error(tmp_path: Path) -> None:
     bogus.write_bytes(b"GGUF" + b"\xff" * 64)
     with pytest.raises(ModelFileError, match="llama.cpp cannot load"):
         LocalLLM(bogus).complete([Message(role="user", content="hi")])
+
+
+def test_a_worker_killed_by_a_signal_is_a_clear_error(tmp_path: Path) -> None:
+    llm = LocalLLM(tmp_path / "m.gguf", worker=fake("request", tmp_path))
+    with pytest.raises(ModelCrashedError) as info:
+        llm.complete(HI)
+    message = str(info.value)
+    # The model, the signal, what the worker said last, and what to do next.
+    assert "local:m.gguf" in message and "SIGSEGV (signal 11)" in message
+    assert "while generating" in message and "fake crash in the sampler" in message
+    assert "lessonloop doctor" in message and "scripts/install.sh" in message
+    assert info.value.returncode == -signal.SIGSEGV and isinstance(info.value, BackendError)
+
+
+def test_a_crash_while_loading_is_reported_as_such(tmp_path: Path) -> None:
+    with pytest.raises(ModelCrashedError, match="while loading the model"):
+        LocalLLM(tmp_path / "m.gguf", worker=fake("load", tmp_path)).complete(HI)
+
+
+def test_a_load_refusal_is_a_model_file_error(tmp_path: Path) -> None:
+    with pytest.raises(ModelFileError, match="cannot load .*Failed to load model"):
+        LocalLLM(tmp_path / "m.gguf", worker=fake("load-error", tmp_path)).complete(HI)
+
+
+def test_the_call_after_a_crash_starts_a_fresh_worker(tmp_path: Path) -> None:
+    llm = LocalLLM(tmp_path / "m.gguf", worker=fake("once", tmp_path))
+    with pytest.raises(ModelCrashedError):
+        llm.complete(HI)
+    answer = llm.complete([Message(role="user", content="again")])
+    assert answer.text == "echo: again" and answer.usage.completion_tokens == 2
+    llm.close()
+
+
+def test_a_missing_worker_program_is_a_backend_error(tmp_path: Path) -> None:
+    llm = LocalLLM(tmp_path / "m.gguf", worker=(str(tmp_path / "no-such-python"),))
+    with pytest.raises(BackendError, match="cannot start the model worker"):
+        llm.complete(HI)
+
+
+def test_grammar_leaves_length_bounds_to_validation() -> None:
+    class Bounded(BaseModel):
+        text: str = Field(min_length=8, max_length=600)
+        items: list[str] = Field(max_length=50)
+        maxLength: dict[str, int]  # noqa: N815 - a field that happens to carry the name
+
+    schema = grammar_schema(Bounded.model_json_schema())
+    props = schema["properties"]
+    assert "maxLength" not in props["text"] and "minLength" not in props["text"]
+    assert "maxItems" not in props["items"]
+    assert "maxLength" in props  # a field, not a bound: kept
 
 
 class Scored(BaseModel):
