@@ -105,6 +105,43 @@ def _print_summary(session: SessionResult) -> None:
         )
 
 
+@app.command()
+def doctor(
+    model: Annotated[
+        str | None, typer.Option("--model", help="The model to check (default: the configured)")
+    ] = None,
+    memory: Annotated[
+        str | None, typer.Option("--memory", help="Store: a path or an SQLAlchemy URL")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON")] = False,
+) -> None:
+    """Check this machine: llama.cpp build, model file, a generation, sandbox, embedder, store."""
+    from agent.doctor import Check, run_doctor
+
+    try:
+        settings = Settings.from_env(model=model, memory=memory)
+    except ValueError as exc:  # pydantic's ValidationError: a bad LESSONLOOP_* value
+        err.print(Text("error: ", style="red") + Text(str(exc)))
+        raise typer.Exit(2) from exc
+
+    def show(check: Check) -> None:
+        mark = Text(" ok  ", style="green") if check.ok else Text("FAIL ", style="bold red")
+        line = mark + Text(f"{check.name:<9} ", style="bold") + Text(check.detail)
+        line.append(f"  ({check.seconds:.1f}s)", style="dim")
+        err.print(line)
+        if not check.ok and check.remedy:
+            err.print(Text(f"      fix: {check.remedy}", style="yellow"))
+
+    report = run_doctor(settings, on_check=None if as_json else show)
+    if as_json:
+        payload = {"ok": report.ok, "checks": [c.model_dump() for c in report.checks]}
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+    else:
+        failed = [c.name for c in report.checks if not c.ok]
+        err.print("all checks passed" if not failed else f"failed: {', '.join(failed)}")
+    raise typer.Exit(0 if report.ok else 1)
+
+
 app.add_typer(lessons_app, name="lessons")
 app.add_typer(memory_app, name="memory")
 app.add_typer(retro_app)  # top-level `consolidate` and `review`

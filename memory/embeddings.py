@@ -85,6 +85,7 @@ class MiniLMEmbedder:
             path = get_model_path()
             if not path.is_dir():
                 raise EmbedderUnavailableError(f"bundled MiniLM files not found at {path}")
+            _quiet_transformers()
             model = SentenceTransformer(str(path), device=self._device)
             # sentence-transformers >= 5 renamed it; the old name warns (an error under pytest).
             dim_of = getattr(model, "get_embedding_dimension", None)
@@ -147,6 +148,22 @@ class HashEmbedder:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [self._vector(t) for t in texts]
+
+
+def _quiet_transformers() -> None:
+    """No "Loading weights" progress bar or load report on the user's stderr.
+
+    Loading a bundled model is not news a command's user should read on every call; errors
+    still propagate as exceptions.
+    """
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        return
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 def resolve_embedder(spec: str) -> Embedder:
