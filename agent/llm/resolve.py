@@ -1,6 +1,7 @@
 """`resolve_llm`: the one place where a model string becomes a backend object.
 
-    local | local:qwen2.5-coder-0.5b   the bundled GGUF (or settings.gguf_path when set)
+    local | local:qwen2.5-coder-1.5b   the default bundled GGUF (or settings.gguf_path when set)
+    local:qwen2.5-coder-0.5b           the small bundled GGUF (extra `small`)
     local:/path/to/model.gguf          that GGUF file
     openai:MODEL                       any OpenAI-compatible server (settings.openai_*)
     scripted:/path/replies.json        ScriptedLLM from a JSON list (or {system-substring: list})
@@ -21,6 +22,7 @@ from agent.settings import Settings
 
 VALID_SPECS = (
     "local",
+    "local:qwen2.5-coder-1.5b",
     "local:qwen2.5-coder-0.5b",
     "local:/path/to/model.gguf",
     "openai:MODEL",
@@ -56,13 +58,12 @@ def _local(rest: str, settings: Settings) -> LLM:
         check_gguf,
     )
 
-    if rest in ("", *BUNDLED_MODELS):
-        # An explicit gguf_path overrides the bundled default (the default spec names it).
-        if settings.gguf_path is not None:
-            path = check_gguf(settings.gguf_path)
-        else:
-            model = BUNDLED_MODELS[rest] if rest else DEFAULT_BUNDLED
-            path = bundled_model_path(settings.cache_dir, model)
+    if rest == "" and settings.gguf_path is not None:
+        # LESSONLOOP_GGUF_PATH stands in for the bundled default; a named model still wins.
+        path = check_gguf(settings.gguf_path)
+    elif rest in ("", *BUNDLED_MODELS):
+        model = BUNDLED_MODELS[rest] if rest else DEFAULT_BUNDLED
+        path = bundled_model_path(settings.cache_dir, model)
     elif rest.lower().endswith(".gguf") or "/" in rest or "\\" in rest:
         path = check_gguf(Path(rest))
     else:
