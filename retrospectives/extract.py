@@ -5,14 +5,20 @@
                   \\--model output invalid / backend down--> deterministic draft, marked
               --summary.summarise--> RunSummary (+ a "process" lesson for long runs)
 
-Rules: a run that passed in round one learns nothing (no failure, nothing to fix); drafts
-are always "candidate" (a lesson is validated later, when a run that recalled it passes);
-every draft carries the run's recalled lesson ids so the memory's recall-loop guard can
-refuse to re-learn a lesson it just injected.
+Rules: a run that passed in round one learns nothing (no failure, nothing to fix). Only
+verified fixes are stored: a lesson needs a failing candidate followed, in the same run, by
+a passing one, and it carries the code change between them ("verified change: ..."). An
+unsolved run, or a failure the passing candidate does not show a change for, writes no
+advice: a guessed fix recalled into later prompts would teach the wrong thing. When the
+model's fix quotes code the passing candidate does not contain, the diff wins and the
+lesson says so. Drafts are always "candidate" (a lesson is validated later, when a run that
+recalled it passes); every draft carries the run's recalled lesson ids so the memory's
+recall-loop guard can refuse to re-learn a lesson it just injected.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -36,8 +42,8 @@ from retrospectives.summary import Advice, RunSummary, process_draft, summarise
 # Evidence markers: a person (or `lessonloop review`) can see how a lesson was written.
 FALLBACK_INVALID = "fallback: model output invalid"
 FALLBACK_UNAVAILABLE = "fallback: model unavailable"
+FALLBACK_CONTRADICTS_DIFF = "fallback: the model's fix contradicts the verified change"
 NO_MODEL = "deterministic: no model"
-UNRESOLVED = "unresolved"
 
 _PLACEHOLDERS = {"", "...", "n/a", "none", "unknown", "todo", "tbd"}
 
@@ -125,10 +131,11 @@ class Retrospective:
         Never raises for a bad or absent model: those drafts fall back to the facts.
         """
         injected_ids = tuple(dict.fromkeys([*result.recalled_lesson_ids, *injected]))
-        if result.passed and len(result.rounds) <= 1:
+        if not result.passed or len(result.rounds) <= 1:
+            # Unsolved: no fix was verified, so there is no advice to keep.
             return RetroOutcome(run_id=result.run_id, drafts=())
         steps = failure_steps(result, diff_max_lines=self.config.diff_max_lines)
-        chosen = self._choose(steps)
+        chosen = self._choose([s for s in steps if verified(s)])
         drafts: list[LessonDraft] = []
         advice: dict[str, Advice] = {}
         fallbacks: list[str] = []
@@ -187,10 +194,16 @@ class Retrospective:
         parsed = completion.parsed
         if parsed is None:
             return deterministic_advice(result, step), FALLBACK_INVALID, completion.usage
+        fix = parsed.fix
+        marker = None
+        if contradicts(parsed.fix, result, step):
+            fix, marker = deterministic_advice(result, step).fix, FALLBACK_CONTRADICTS_DIFF
         advice = Advice(
-            root_cause=parsed.root_cause, fix=parsed.fix, applies_when=parsed.applies_when
+            root_cause=parsed.root_cause,
+            fix=with_change(fix, step.diff),
+            applies_when=parsed.applies_when,
         )
-        return advice, None, completion.usage
+        return advice, marker, completion.usage
 
     def _render(self, result: RunResult, step: FailureStep) -> str:
         return prompts.render_lesson(
@@ -200,7 +213,6 @@ class Retrospective:
             diff=step.diff,
             fix_note=step.fix_note,
             tried=tried_fixes(result, step),
-            unresolved=() if step.resolved else unresolved_issues(result, step),
         )
 
     def _draft(
@@ -212,9 +224,6 @@ class Retrospective:
         injected: tuple[str, ...],
     ) -> LessonDraft:
         excerpt = excerpt_of(step.feedback, step.rounds, limit=10 * self.config.excerpt_chars)
-        if not step.resolved:
-            issues = "; ".join(unresolved_issues(result, step))
-            excerpt = f"[{UNRESOLVED}: {issues}] {excerpt}"
         if marker is not None:
             excerpt = f"[{marker}] {excerpt}"
         return LessonDraft(
@@ -245,17 +254,45 @@ def extract(
     return list(Retrospective(llm, config=config).analyse(result, injected=injected).drafts)
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]{3,})`")
+_CHANGE_MARK = "verified change:"
+
+
+def verified(step: FailureStep) -> bool:
+    """A later candidate of the same run passed, and the diff to it changed code."""
+    return step.resolved and bool(diff_summary(step.diff))
+
+
+def contradicts(fix: str, result: RunResult, step: FailureStep) -> bool:
+    """The fix quotes code (in backticks) that the passing candidate does not contain.
+
+    A model that says "use `Decimal(v)`" while the verified change stripped "$" describes
+    a fix nobody checked; the diff is the evidence, so the model's fix loses.
+    """
+    passing = next((r for r in result.rounds if r.round == step.fixed_in), None)
+    if passing is None:
+        return False
+    code = _squash("\n".join([*passing.candidate.files.values(), passing.candidate.text]))
+    spans = [_squash(m.group(1)) for m in _CODE_SPAN.finditer(fix)]
+    return any(span not in code for span in spans if span)
+
+
+def with_change(fix: str, diff: str) -> str:
+    """`fix` followed by the verified code change (once), so a prompt shows what worked."""
+    change = diff_summary(diff, limit=240)
+    if not change or _CHANGE_MARK in fix:
+        return fix
+    return _clip(f"{fix.rstrip('. ')}. {_CHANGE_MARK} {change}", 500)
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
 def tried_fixes(result: RunResult, step: FailureStep) -> list[str]:
     """Fix notes the refiner wrote up to the step's last failing round, in order."""
     last = step.rounds[-1]
     return [r.candidate.fix_note for r in result.rounds if r.round <= last and r.candidate.fix_note]
-
-
-def unresolved_issues(result: RunResult, step: FailureStep) -> list[str]:
-    """The issues still open at the end: the step's own, then the run's."""
-    own = list(step.feedback.issues) or [step.feedback.key_message or step.feedback.summary]
-    merged = dict.fromkeys(i.strip() for i in [*own, *result.unresolved] if i and i.strip())
-    return [i.splitlines()[0][:200] for i in merged][:5]
 
 
 def deterministic_advice(result: RunResult, step: FailureStep) -> Advice:
@@ -275,8 +312,11 @@ def deterministic_advice(result: RunResult, step: FailureStep) -> Advice:
     if removed:
         when += f" on code like `{removed[:120]}`"
     if step.resolved:
-        change = diff_summary(step.diff)
-        fix = "; ".join(p for p in (step.fix_note, change) if p) or "rewrite the failing part"
+        change = diff_summary(step.diff, limit=240)
+        fix = "; ".join(
+            p for p in (step.fix_note, f"{_CHANGE_MARK} {change}" if change else "") if p
+        )
+        fix = fix or "rewrite the failing part"
     else:
         tried = tried_fixes(result, step)
         fix = "not found in this run" + (

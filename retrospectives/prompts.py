@@ -32,11 +32,6 @@ The change that made this failure go away (unified diff):
 $diff
 $note""")
 
-_UNRESOLVED = Template("""\
-The run never passed. Issues still open:
-$issues
-Give the most likely root cause, and as "fix" the next thing to try.""")
-
 MERGE_SYSTEM = """\
 You merge lessons that share one root cause into one canonical lesson. Keep every distinct
 fix: when lessons fix the same symptom differently, keep each fix with the condition under
@@ -60,14 +55,10 @@ def render_lesson(
     diff: str,
     fix_note: str | None,
     tried: Sequence[str],
-    unresolved: Sequence[str] = (),
 ) -> str:
-    """The user turn for one lesson: a fixed failure (with its diff) or an unresolved one."""
-    if unresolved:
-        outcome = _UNRESOLVED.substitute(issues="\n".join(f"- {i}" for i in unresolved))
-    else:
-        note = f"The attempt's own note on the fix: {fix_note}\n" if fix_note else ""
-        outcome = _FIXED.substitute(diff=diff or "(no textual change recorded)", note=note)
+    """The user turn for one lesson: a failure and the verified change that fixed it."""
+    note = f"The attempt's own note on the fix: {fix_note}\n" if fix_note else ""
+    outcome = _FIXED.substitute(diff=diff or "(no textual change recorded)", note=note)
     tried_block = ""
     if tried:
         tried_block = "Fixes tried before (in order):\n" + "\n".join(f"- {t}" for t in tried) + "\n"

@@ -13,10 +13,10 @@ from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM, ScriptExhaustedError
 from agent.stopping import UNREADABLE_CRITIC
 from retrospectives.extract import (
+    FALLBACK_CONTRADICTS_DIFF,
     FALLBACK_INVALID,
     FALLBACK_UNAVAILABLE,
     NO_MODEL,
-    UNRESOLVED,
     RetroConfig,
     Retrospective,
     extract,
@@ -118,32 +118,32 @@ def test_our_own_bugs_propagate() -> None:
         Retrospective(ScriptedLLM([])).analyse(fixed_once())
 
 
-def test_unsolved_run_yields_candidates_with_the_unresolved_issues() -> None:
+def test_unsolved_run_writes_no_advice_and_asks_no_model() -> None:
     result = run(
         record(1, candidate(CRASH), VALUE_ERROR),
         record(2, candidate(CRASH + "\n", "cast to int"), VALUE_ERROR),
         passed=False,
         unresolved=("could not convert string to float: '$5'",),
     )
-    llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(fix="try stripping the '$' sign")]})
-    outcome = Retrospective(llm).analyse(result)
-    (draft,) = outcome.drafts
-    assert draft.status == "candidate"
-    assert f"[{UNRESOLVED}: could not convert string to float" in draft.evidence[0].excerpt
-    prompt = llm.calls[0].messages[-1].content
-    assert "never passed" in prompt and "cast to int" in prompt
+    llm = ScriptedLLM([])  # any call would raise: an unsolved run needs no analysis
+    assert Retrospective(llm).analyse(result).drafts == ()
+    assert extract(result, llm=None) == []
 
 
-def test_unsolved_run_without_model_never_claims_a_fix() -> None:
-    result = run(
-        record(1, candidate(CRASH), VALUE_ERROR),
-        record(2, candidate(CRASH + "\n", "cast to int"), VALUE_ERROR),
-        passed=False,
-        unresolved=("could not convert",),
+def test_a_fix_the_diff_contradicts_loses_to_the_diff() -> None:
+    llm = ScriptedLLM.by_system(
+        {LESSON_SYS: [analysis(fix="Parse amounts with `Decimal(value)` instead of float.")]}
     )
-    drafts = extract(result, llm=None)
-    assert all(d.status == "candidate" for d in drafts)
-    assert drafts[0].fix.startswith("not found in this run; tried without success: cast to int")
+    outcome = Retrospective(llm).analyse(fixed_once())
+    (draft,) = outcome.drafts
+    assert "Decimal" not in draft.fix and "verified change:" in draft.fix
+    assert outcome.fallbacks[0].startswith(FALLBACK_CONTRADICTS_DIFF)
+
+
+def test_a_model_fix_keeps_the_verified_change_beside_it() -> None:
+    llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(fix="Strip the currency sign first.")]})
+    (draft,) = Retrospective(llm).analyse(fixed_once()).drafts
+    assert draft.fix.startswith("Strip the currency sign first") and "verified change:" in draft.fix
 
 
 def test_multi_round_run_yields_one_lesson_per_failure_and_a_process_lesson() -> None:

@@ -18,19 +18,6 @@ def test_lesson_prompt_renders_a_fixed_failure() -> None:
     assert "strip $" in text and "- cast to int" in text and "never passed" not in text
 
 
-def test_lesson_prompt_renders_an_unresolved_failure() -> None:
-    text = prompts.render_lesson(
-        goal="g",
-        rounds=[3],
-        failure="f",
-        diff="",
-        fix_note=None,
-        tried=[],
-        unresolved=["still 12 not 12.5"],
-    )
-    assert "never passed" in text and "- still 12 not 12.5" in text and "diff" not in text
-
-
 def test_lesson_system_prompt_names_every_schema_field() -> None:
     for field in ("root_cause", "fix", "applies_when"):
         assert f'"{field}"' in prompts.LESSON_SYSTEM
