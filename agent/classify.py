@@ -17,6 +17,11 @@ failure, the candidate's file and line, and the one message that matters. Decisi
 8. killed by another signal                    -> runtime_error
 9. non-zero exit without a traceback           -> check_failed, with the key output lines
 
+A check may report partial credit with a line `LESSONLOOP_SCORE 7/9` (the last one counts):
+it becomes `Feedback.credit` (0..1; 1 on success), which ranks failing candidates. The
+line is not shown to the model as a message. It ranks, it never passes anything: a
+candidate that prints such a line itself gains at most a better rank among failures.
+
 The checker's source lines never enter the feedback (a traceback through `check.py` shows
 `assert result == 42`, which would hand the model the expected answer); only what the checker
 chose to print does. The full output stays in the log at `log_path`.
@@ -90,6 +95,24 @@ class _PyError:
 
 def classify(result: ExecResult, *, log_path: Path | None = None) -> Feedback:
     """Turn an execution result into Feedback (stage "execution"); see the module docstring."""
+    feedback = _classify(result, log_path)
+    credit = 1.0 if feedback.passed else partial_credit(result.stdout + "\n" + result.stderr)
+    return feedback.model_copy(update={"credit": credit}) if credit is not None else feedback
+
+
+_SCORE = re.compile(r"^LESSONLOOP_SCORE\s+(\d+(?:\.\d+)?)\s*/\s*(\d+(?:\.\d+)?)\s*$", re.M)
+
+
+def partial_credit(output: str) -> float | None:
+    """The last `LESSONLOOP_SCORE A/B` line of a check's output as A/B in [0, 1], else None."""
+    found = _SCORE.findall(output)
+    if not found:
+        return None
+    got, total = (float(x) for x in found[-1])
+    return None if total <= 0 else min(1.0, max(0.0, got / total))
+
+
+def _classify(result: ExecResult, log_path: Path | None) -> Feedback:
     if result.timed_out:
         last = _last_lines(result, 1)
         # No duration in key_message: it feeds Feedback.signature(), which must be stable.
@@ -293,7 +316,11 @@ def _signal_name(number: int) -> str:
 
 
 def _nonempty_lines(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if line.strip()]
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.startswith("LESSONLOOP_SCORE")
+    ]
 
 
 def _last_lines(result: ExecResult, n: int) -> list[str]:

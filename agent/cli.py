@@ -46,6 +46,13 @@ def run(
         str | None, typer.Option("--model", help="local | local:PATH.gguf | openai:MODEL")
     ] = None,
     max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=1)] = None,
+    pool_size: Annotated[
+        int | None,
+        typer.Option("--pool-size", min=1, help="Candidates checked per refinement round"),
+    ] = None,
+    token_budget: Annotated[
+        int | None, typer.Option("--token-budget", min=1, help="Tokens one task may spend")
+    ] = None,
     memory: Annotated[
         str | None, typer.Option("--memory", help="Store: a path or an SQLAlchemy URL")
     ] = None,
@@ -54,7 +61,13 @@ def run(
 ) -> None:
     """Run one task through generate -> check -> reflect -> refine, learning from it."""
     try:
-        settings = Settings.from_env(model=model, max_rounds=max_rounds, memory=memory)
+        settings = Settings.from_env(
+            model=model,
+            max_rounds=max_rounds,
+            memory=memory,
+            pool_size=pool_size,
+            token_budget=token_budget,
+        )
         store = None if no_memory else open_memory(settings)
         try:
             result = run_task(task_dir, settings, memory=store, observer=_progress)
@@ -80,7 +93,9 @@ def _print_summary(session: SessionResult) -> None:
         fb = r.feedback
         table.add_row(
             str(r.round),
-            r.action + (f" (+{r.resamples} resampled)" if r.resamples else ""),
+            r.action
+            + (f" (best of {len(r.pool)})" if len(r.pool) > 1 else "")
+            + (f" (+{r.resamples} resampled)" if r.resamples else ""),
             f"{fb.stage}: {fb.kind}",
             fb.summary.splitlines()[0][:70] if fb.summary else "",
             str(r.usage.total_tokens),

@@ -35,6 +35,8 @@ class Feedback(BaseModel):
     failing_example: str | None = None
     issues: tuple[str, ...] = ()
     score: float | None = None  # critic score 1-10 when the critic ran
+    # Partial credit 0..1 that the check reported (`LESSONLOOP_SCORE 7/9`); 1 on success.
+    credit: float | None = None
     log_path: Path | None = None
 
     @property

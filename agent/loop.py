@@ -1,9 +1,18 @@
 """ReflectiveAgent: the bounded generate -> check -> reflect -> refine loop.
 
-Rounds count attempts: round 1 is the first generation, every later round a refinement,
-and `max_rounds` caps the number of candidates checked. Checks run cheapest first (rule
+Rounds count attempts: round 1 is the first generation (one greedy candidate), every later
+round a refinement, and `max_rounds` caps the rounds. Checks run cheapest first (rule
 checks, then the task's check command in the sandbox, then the LLM critic) and the first
 failing stage is the round's verdict.
+
+A refinement round is a small search: up to `pool_size` distinct candidates, drawn in this
+order -- the refiner's greedy answer, a fresh generation shown the failing check (and the
+recalled lessons), then hotter refiner samples -- each checked in the sandbox, the first
+pass ending the round. The round keeps the best by `rank`: passed, then how far the
+program got (ran and was wrong beats crashed beats did not parse), then the check's
+partial credit. A small model's greedy refiner often returns the same code, while a few
+samples contain the fix: the pool turns that pass@k into the loop's pass@1. The optional
+`token_budget` caps what one task may spend.
 """
 
 from __future__ import annotations
@@ -24,7 +33,14 @@ from agent.critic import Critique, critique_feedback, unreadable_critique
 from agent.errors import StructuredOutputError
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
-from agent.result import RoundAction, RoundRecord, RunResult, StopReason
+from agent.result import (
+    CandidateOrigin,
+    PoolEntry,
+    RoundAction,
+    RoundRecord,
+    RunResult,
+    StopReason,
+)
 from agent.rules import rule_check
 from agent.sandbox import Sandbox
 from agent.stopping import decide_stop
@@ -34,6 +50,16 @@ from memory.types import LessonQuery, Recall, RecallStage, ScoredLesson
 
 CriticMode = Literal["auto", "always", "never"]
 _STAGE_RANK = {"rule": 0, "execution": 1, "critic": 2}
+# How far a failing program got: ran and was judged wrong > crashed > did not parse.
+_KIND_RANK = {
+    "syntax_error": 0,
+    "timeout": 1,
+    "resource_error": 1,
+    "runtime_error": 2,
+    "check_failed": 3,
+    "critic_rejected": 3,
+    "success": 4,
+}
 
 
 class LoopConfig(BaseModel):
@@ -48,6 +74,10 @@ class LoopConfig(BaseModel):
     # When the refiner returns an answer already tried, draw again this many times, hotter.
     resample_attempts: int = Field(default=2, ge=0)
     resample_temperature: float = 0.8
+    # Distinct candidates checked per refinement round at most (1: the refiner's answer only).
+    pool_size: int = Field(default=3, ge=1, le=16)
+    # Total tokens one task may spend; no new candidate is drawn once it is reached.
+    token_budget: int | None = Field(default=None, ge=1)
     lesson_limit: int = 3
     lesson_token_budget: int = 300
     max_tokens: int = 1024
@@ -120,21 +150,22 @@ class _Run:
         lessons = self._recall("seed", self._seed_text(), ())
         t0 = time.monotonic()
         first, usage = self._generate(lessons)
-        self._record(1, "generate", first, usage, t0, 0, lessons)
+        self.digests.add(first.digest())
+        checks, check_usage = self._check_one(first, 1, "generate", 0)
+        self._append(1, "generate", (first, checks, usage + check_usage), (), t0, 0, lessons)
         while True:
             stop = self._stop_reason()
             if stop is not None:
                 return self._finish(stop)
+            if self._spent() >= (self.cfg.token_budget or float("inf")):
+                return self._finish("budget")
             t0 = time.monotonic()
             last = self.rounds[-1]
             lessons = self._recall(
                 "reflection", last.feedback.compressed(), _error_types(last.feedback)
             )
-            candidate, usage, resamples = self._refine(last, lessons)
-            if candidate is None:
-                self.unrecorded_usage += usage
+            if not self._search(last, lessons, t0):
                 return self._finish("stall")
-            self._record(len(self.rounds) + 1, "refine", candidate, usage, t0, resamples, lessons)
 
     def _stop_reason(self) -> StopReason | None:
         return decide_stop(
@@ -151,7 +182,7 @@ class _Run:
         unresolved: tuple[str, ...] = ()
         if not passed:
             unresolved = best.feedback.issues or (best.feedback.compressed(),)
-        usage = sum((r.usage for r in self.rounds), self.unrecorded_usage)
+        usage = self._spent_usage()
         self.agent._emit(
             LoopEvent("stopped", len(self.rounds), f"{reason} (last: {final.kind})", usage)
         )
@@ -192,25 +223,102 @@ class _Run:
             )
         return lessons
 
-    def _generate(self, lessons: Sequence[ScoredLesson]) -> tuple[Candidate, Usage]:
+    def _generate(
+        self,
+        lessons: Sequence[ScoredLesson],
+        *,
+        failure: str = "",
+        temperature: float | None = None,
+    ) -> tuple[Candidate, Usage]:
         user = prompts.render_generator(
             self.task.goal,
             self.task.output,
             self.task.workspace_files(),
             render_lessons(lessons) if lessons else "",
+            failure,
         )
         messages = [
             Message(role="system", content=prompts.GENERATOR_SYSTEM),
             Message(role="user", content=user),
         ]
         completion = self.agent.generator.complete(
-            messages, temperature=self.cfg.temperature, max_tokens=self.cfg.max_tokens
+            messages,
+            temperature=self.cfg.temperature if temperature is None else temperature,
+            max_tokens=self.cfg.max_tokens,
         )
         return parse_candidate(completion.text, self.task.output), completion.usage
 
-    def _refine(
+    def _plan(self) -> list[tuple[CandidateOrigin, float]]:
+        """The draws of one refinement round, in order; repeats are skipped, not counted."""
+        hot = self.cfg.resample_temperature
+        plan: list[tuple[CandidateOrigin, float]] = [("refine", self.cfg.temperature)]
+        if self.cfg.pool_size >= 2 and self.task.output:
+            plan.append(("fresh", hot))
+        extra = self.cfg.pool_size - len(plan) + self.cfg.resample_attempts
+        plan.extend(("refine_hot", hot) for _ in range(extra))
+        return plan
+
+    def _search(self, last: RoundRecord, lessons: Sequence[ScoredLesson], t0: float) -> bool:
+        """Draw, check and rank the candidates of one refinement round; False if none was new."""
+        round_no = last.round + 1
+        messages = self._refiner_messages(last, lessons)
+        drawn: list[tuple[Candidate, tuple[Feedback, ...], Usage]] = []
+        entries: list[PoolEntry] = []
+        usage = Usage()
+        repeats = 0
+        for draw, (origin, temperature) in enumerate(self._plan()):
+            if len(drawn) >= self.cfg.pool_size or (drawn and drawn[-1][1][-1].passed):
+                break
+            if drawn and self._spent() + usage.total_tokens >= (
+                self.cfg.token_budget or float("inf")
+            ):
+                break
+            if origin == "fresh":
+                candidate, cost = self._generate(
+                    lessons, failure=last.feedback.compressed(), temperature=temperature
+                )
+            else:
+                completion = self.agent.refiner.complete(
+                    messages, temperature=temperature, max_tokens=self.cfg.max_tokens, seed=draw
+                )
+                candidate, cost = (
+                    parse_candidate(completion.text, self.task.output),
+                    completion.usage,
+                )
+            complete = all(name in candidate.files for name in self.task.output)
+            if candidate.digest() in self.digests or not complete:
+                usage += cost
+                repeats += 1
+                reason = "an earlier answer" if complete else "no output file"
+                self.agent._emit(LoopEvent("resampled", round_no, f"{origin} gave {reason}"))
+                continue
+            self.digests.add(candidate.digest())
+            if candidate.fix_note and origin != "fresh":
+                self.tried.append(candidate.fix_note)
+            checks, check_cost = self._check_one(candidate, round_no, origin, len(drawn))
+            drawn.append((candidate, checks, cost + check_cost))
+            entries.append(
+                PoolEntry(
+                    origin=origin,
+                    temperature=temperature,
+                    kind=checks[-1].kind,
+                    credit=checks[-1].credit,
+                    tokens=(cost + check_cost).total_tokens,
+                )
+            )
+        if not drawn:
+            self.unrecorded_usage += usage
+            return False
+        best = max(range(len(drawn)), key=lambda k: rank_feedback(drawn[k][1][-1]))
+        pool = tuple(e.model_copy(update={"chosen": k == best}) for k, e in enumerate(entries))
+        total = sum((d[2] for d in drawn), usage)
+        chosen = (drawn[best][0], drawn[best][1], total)
+        self._append(round_no, "refine", chosen, pool, t0, repeats, lessons)
+        return True
+
+    def _refiner_messages(
         self, last: RoundRecord, lessons: Sequence[ScoredLesson]
-    ) -> tuple[Candidate | None, Usage, int]:
+    ) -> list[Message]:
         passed_external = any(c.stage == "execution" and c.passed for c in last.checks)
         user = prompts.render_refiner(
             goal=self.task.goal,
@@ -222,82 +330,72 @@ class _Run:
             lessons=render_lessons(lessons) if lessons else "",
             passed_external=passed_external,
         )
-        messages = [
-            Message(
-                role="system",
-                content=prompts.REFINER_SYSTEM if self.task.output else prompts.REFINER_SYSTEM_TEXT,
-            ),
-            Message(role="user", content=user),
-        ]
-        usage = Usage()
-        # A small model often returns the identical answer, or prose without the files;
-        # then sample again, hotter, rather than spend a round checking nothing new.
-        last_attempt = self.cfg.resample_attempts
-        for attempt in range(last_attempt + 1):
-            temperature = self.cfg.temperature if attempt == 0 else self.cfg.resample_temperature
-            completion = self.agent.refiner.complete(
-                messages,
-                temperature=temperature,
-                max_tokens=self.cfg.max_tokens,
-                seed=attempt,
-            )
-            usage += completion.usage
-            candidate = parse_candidate(completion.text, self.task.output)
-            fresh = candidate.digest() not in self.digests
-            complete = all(name in candidate.files for name in self.task.output)
-            if fresh and (complete or attempt == last_attempt):
-                if candidate.fix_note:
-                    self.tried.append(candidate.fix_note)
-                return candidate, usage, attempt
-            reason = "an earlier answer" if not fresh else "no output file"
-            self.agent._emit(LoopEvent("resampled", last.round + 1, f"refiner gave {reason}"))
-        return None, usage, last_attempt
+        system = prompts.REFINER_SYSTEM if self.task.output else prompts.REFINER_SYSTEM_TEXT
+        return [Message(role="system", content=system), Message(role="user", content=user)]
 
-    def _record(
-        self,
-        round_no: int,
-        action: RoundAction,
-        candidate: Candidate,
-        usage: Usage,
-        t0: float,
-        resamples: int,
-        lessons: Sequence[ScoredLesson],
-    ) -> None:
-        self.agent._emit(LoopEvent("generated", round_no, action, usage, time.monotonic() - t0))
-        self.digests.add(candidate.digest())
-        t_check = time.monotonic()
-        checks, check_usage = self._check(candidate, round_no)
+    def _check_one(
+        self, candidate: Candidate, round_no: int, origin: CandidateOrigin, index: int
+    ) -> tuple[tuple[Feedback, ...], Usage]:
+        self.agent._emit(LoopEvent("generated", round_no, origin))
+        started = time.monotonic()
+        checks, usage = self._check(candidate, round_no, index)
+        verdict = checks[-1]
+        credit = (
+            f" ({verdict.credit:.0%})" if verdict.credit is not None and not verdict.passed else ""
+        )
         self.agent._emit(
             LoopEvent(
                 "checked",
                 round_no,
-                f"{checks[-1].stage}: {checks[-1].kind}",
-                check_usage,
-                time.monotonic() - t_check,
+                f"{verdict.stage}: {verdict.kind}{credit}",
+                usage,
+                time.monotonic() - started,
             )
         )
+        return tuple(checks), usage
+
+    def _append(
+        self,
+        round_no: int,
+        action: RoundAction,
+        chosen: tuple[Candidate, tuple[Feedback, ...], Usage],
+        pool: tuple[PoolEntry, ...],
+        t0: float,
+        resamples: int,
+        lessons: Sequence[ScoredLesson],
+    ) -> None:
+        candidate, checks, usage = chosen
         self.rounds.append(
             RoundRecord(
                 round=round_no,
                 action=action,
                 candidate=candidate,
-                checks=tuple(checks),
-                usage=usage + check_usage,
+                checks=checks,
+                usage=usage,
                 seconds=time.monotonic() - t0,
                 resamples=resamples,
                 recalled_lesson_ids=tuple(s.lesson.id for s in lessons),
+                pool=pool,
             )
         )
 
+    def _spent_usage(self) -> Usage:
+        return sum((r.usage for r in self.rounds), self.unrecorded_usage)
+
+    def _spent(self) -> int:
+        return self._spent_usage().total_tokens
+
     # -- checks, cheapest first ------------------------------------------------------------
 
-    def _check(self, candidate: Candidate, round_no: int) -> tuple[list[Feedback], Usage]:
+    def _check(
+        self, candidate: Candidate, round_no: int, index: int = 0
+    ) -> tuple[list[Feedback], Usage]:
         rule = rule_check(candidate, self.task)
         if rule is not None:
             return [rule], Usage()
         checks: list[Feedback] = []
         if self.task.check is not None:
-            executed = self._execute(candidate, round_no)
+            executed = self._execute(candidate, round_no, index)
             checks.append(executed)
             if not executed.passed:
                 return checks, Usage()
@@ -307,9 +405,10 @@ class _Run:
             return checks, usage
         return checks, Usage()
 
-    def _execute(self, candidate: Candidate, round_no: int) -> Feedback:
+    def _execute(self, candidate: Candidate, round_no: int, index: int) -> Feedback:
         assert self.task.check is not None
-        log_path = self.run_dir / f"round-{round_no}.log" if self.run_dir else None
+        name = f"round-{round_no}.log" if index == 0 else f"round-{round_no}-{index + 1}.log"
+        log_path = self.run_dir / name if self.run_dir else None
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -373,12 +472,19 @@ def _error_types(feedback: Feedback) -> tuple[str, ...]:
     return tuple(t for t in (feedback.error_type, feedback.kind) if t)
 
 
-def _rank(record: RoundRecord) -> tuple[bool, int, float, int, int]:
-    verdict = record.feedback
+def rank_feedback(verdict: Feedback) -> tuple[bool, int, int, float, float, int]:
+    """Orders candidates: passed, stage reached, how far the program got, partial credit,
+    critic score, fewer issues. Higher is better."""
     return (
         verdict.passed,
         _STAGE_RANK[verdict.stage] + (1 if verdict.passed else 0),
+        _KIND_RANK.get(verdict.kind, 0),
+        verdict.credit or 0.0,
         verdict.score or 0.0,
         -len(verdict.issues),
-        -record.round,
     )
+
+
+def _rank(record: RoundRecord) -> tuple[tuple[bool, int, int, float, float, int], int]:
+    # On a tie the earlier round wins: it cost less to reach.
+    return rank_feedback(record.feedback), -record.round

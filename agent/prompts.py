@@ -16,8 +16,15 @@ GENERATOR_USER = Template("""\
 Task: $goal
 
 Files to write: $outputs
-$workspace$lessons
+$workspace$lessons$failure
 Write the files now.""")
+
+# A fresh attempt in a failing round: the earlier attempt's failure, not its code.
+GENERATOR_FAILURE = Template("""
+An earlier attempt at this task failed this check:
+$feedback
+Write a new solution that cannot fail this way.
+""")
 
 CRITIC_SYSTEM = """\
 You are a strict reviewer. You check an answer against a checklist and report every
@@ -93,13 +100,19 @@ KIND_GUIDANCE: Mapping[FeedbackKind, str] = {
 
 
 def render_generator(
-    goal: str, outputs: Sequence[str], workspace: Mapping[str, str], lessons: str
+    goal: str,
+    outputs: Sequence[str],
+    workspace: Mapping[str, str],
+    lessons: str,
+    failure: str = "",
 ) -> str:
+    """The generator's user turn; `failure` (a compressed check result) makes it a fresh retry."""
     return GENERATOR_USER.substitute(
         goal=goal,
         outputs=", ".join(outputs) if outputs else "(answer in plain text)",
         workspace=_workspace_block(workspace),
         lessons=f"\n{lessons}\n" if lessons else "",
+        failure=GENERATOR_FAILURE.substitute(feedback=failure) if failure else "",
     )
 
 

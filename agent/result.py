@@ -17,8 +17,25 @@ StopReason = Literal[
     "max_rounds",  # out of rounds
     "no_actionable_issue",  # failed, but nothing concrete left to fix
     "stall",  # the same failure twice in a row, or the refiner kept returning the same answer
+    "budget",  # the task's token budget is spent
 ]
 RoundAction = Literal["generate", "refine"]
+# How a candidate of a round was drawn: the first generation, the refiner's answer (greedy or
+# hotter), or a fresh generation that was shown the failing example.
+CandidateOrigin = Literal["generate", "refine", "refine_hot", "fresh"]
+
+
+class PoolEntry(BaseModel):
+    """One candidate drawn and checked within a round; the round keeps the best of them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    origin: CandidateOrigin
+    temperature: float
+    kind: str  # the verdict's FeedbackKind
+    credit: float | None = None
+    tokens: int = 0
+    chosen: bool = False
 
 
 class RoundRecord(BaseModel):
@@ -35,6 +52,8 @@ class RoundRecord(BaseModel):
     # Extra samples drawn because the refiner returned an answer already tried.
     resamples: int = 0
     recalled_lesson_ids: tuple[str, ...] = ()
+    # Every candidate checked in this round (the search); `candidate` is the chosen one.
+    pool: tuple[PoolEntry, ...] = ()
 
     @property
     def feedback(self) -> Feedback:
@@ -92,9 +111,11 @@ class RunResult(BaseModel):
                     "seconds": round(r.seconds, 3),
                     "resamples": r.resamples,
                     "recalled_lesson_ids": list(r.recalled_lesson_ids),
+                    "candidates": [e.model_dump() for e in r.pool],
                 }
                 for r in self.rounds
             ],
+            "candidates_checked": sum(max(1, len(r.pool)) for r in self.rounds),
             "unresolved": list(self.unresolved),
             "usage": {
                 "prompt_tokens": self.usage.prompt_tokens,

@@ -88,7 +88,12 @@ def run_task(
         model,
         recall=memory if memory is not None else NullRecall(),
         sandbox=Sandbox(Limits(cpu_s=max(1, int(task.timeout_s)))),
-        config=LoopConfig(max_rounds=settings.max_rounds, score_threshold=settings.score_threshold),
+        config=LoopConfig(
+            max_rounds=settings.max_rounds,
+            score_threshold=settings.score_threshold,
+            pool_size=settings.pool_size,
+            token_budget=settings.token_budget,
+        ),
         runs_dir=settings.runs_dir,
         observer=observer,
     )

@@ -44,6 +44,9 @@ class Settings(BaseSettings):
 
     max_rounds: int = Field(default=3, ge=1, le=20)
     score_threshold: float = Field(default=8.0, ge=1, le=10)
+    # Distinct candidates checked per refinement round (the search), and a per-task cap.
+    pool_size: int = Field(default=3, ge=1, le=16)
+    token_budget: int | None = Field(default=None, ge=1)
 
     @property
     def cache_dir(self) -> Path:

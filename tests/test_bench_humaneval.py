@@ -183,7 +183,7 @@ def test_scripted_run_scores_round_one_as_single_shot_and_best_as_loop(
         meter,
         recall=NullRecall(),
         sandbox=sandbox,
-        config=LoopConfig(max_rounds=3),
+        config=LoopConfig(max_rounds=3, pool_size=1),
         observer=meter.observe,
     )
     record = run_problem(agent, meter, sandbox, problem, tmp_path)
@@ -207,7 +207,7 @@ def test_refiner_repeats_are_counted_and_their_tokens_kept(
     # The refiner only ever returns the first attempt again: the loop stalls with no round 2.
     llm = ScriptedLLM.by_system({GEN: [code(wrong)], REFINE: [fix(wrong)] * 3})
     meter = Meter(llm)
-    config = LoopConfig(max_rounds=3, resample_attempts=2)
+    config = LoopConfig(max_rounds=3, resample_attempts=2, pool_size=1)
     agent = ReflectiveAgent(
         meter, recall=NullRecall(), sandbox=sandbox, config=config, observer=meter.observe
     )

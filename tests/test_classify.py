@@ -236,3 +236,12 @@ def test_fields_stay_short_and_log_path_is_kept(tmp_path: Path) -> None:
     assert feedback.log_path == log
     assert feedback.key_message is not None and len(feedback.key_message) <= 300
     assert len(feedback.compressed().splitlines()) <= 6
+
+
+def test_partial_credit_is_read_from_the_last_score_line() -> None:
+    from agent.classify import partial_credit
+
+    assert partial_credit("x\nLESSONLOOP_SCORE 3/9\nLESSONLOOP_SCORE 7/9\n") == pytest.approx(7 / 9)
+    assert partial_credit("LESSONLOOP_SCORE 12/9") == 1.0  # clamped
+    assert partial_credit("LESSONLOOP_SCORE 1/0") is None
+    assert partial_credit("score 7/9") is None and partial_credit(" LESSONLOOP_SCORE 1/2") is None

@@ -60,7 +60,8 @@ def make_task_dir(root: Path) -> Path:
 def lessonloop(tmp_path: Path, replies: object, *args: str) -> subprocess.CompletedProcess[str]:
     script = tmp_path / f"replies-{len(list(tmp_path.glob('replies-*')))}.json"
     script.write_text(json.dumps(replies))
-    env = {**os.environ, "LESSONLOOP_HOME": str(tmp_path / "home")}
+    # One candidate per round: the scripted replies are written round by round.
+    env = {**os.environ, "LESSONLOOP_HOME": str(tmp_path / "home"), "LESSONLOOP_POOL_SIZE": "1"}
     return subprocess.run(
         [sys.executable, "-m", "agent", "run", *args, "--model", f"scripted:{script}"],
         capture_output=True,

@@ -20,7 +20,7 @@ def agent_for(llm: ScriptedLLM, tmp_path: Path, **config: object) -> ReflectiveA
         llm,
         recall=NullRecall(),
         sandbox=Sandbox(Limits(cpu_s=10)),
-        config=LoopConfig(**config),  # type: ignore[arg-type]
+        config=LoopConfig(**{"pool_size": 1, **config}),  # type: ignore[arg-type]
         runs_dir=tmp_path / "runs",
     )
 
@@ -222,3 +222,59 @@ def test_max_rounds_bound_is_exact(tmp_path: Path, rounds: int) -> None:
     )
     result = agent_for(llm, tmp_path, max_rounds=rounds).run(task)
     assert len(result.rounds) == rounds and result.stop_reason == "max_rounds"
+
+
+def test_a_crash_then_a_wrong_value_makes_the_later_round_best(tmp_path: Path) -> None:
+    # The program that ran and got a value wrong got further than the one that crashed.
+    llm = ScriptedLLM.by_system({GEN: [code(CRASH)], REFINE: [fix(WRONG)]})
+    result = agent_for(llm, tmp_path, max_rounds=2).run(make_task(tmp_path))
+    assert [r.feedback.kind for r in result.rounds] == ["runtime_error", "check_failed"]
+    assert result.best_round == 2
+
+
+def test_round_search_finds_the_fix_the_greedy_refiner_misses(tmp_path: Path) -> None:
+    llm = ScriptedLLM.by_system({GEN: [code(CRASH), code(GOOD)], REFINE: [fix(WRONG, "guess")]})
+    result = agent_for(llm, tmp_path, pool_size=3).run(make_task(tmp_path))
+    assert result.passed and len(result.rounds) == 2
+    pool = result.rounds[1].pool
+    assert [(e.origin, e.kind, e.chosen) for e in pool] == [
+        ("refine", "check_failed", False),
+        ("fresh", "success", True),
+    ]
+    assert pool[1].temperature == 0.8 and result.rounds[1].usage.calls == 2
+    fresh_prompt = [c for c in llm.calls if GEN in c.system][1].messages[-1].content
+    assert "An earlier attempt at this task failed" in fresh_prompt and "KeyError" in fresh_prompt
+    assert (tmp_path / "runs" / result.run_id / "round-2-2.log").is_file()
+
+
+SCORED_CHECK = (
+    "import json, sys\nv = json.load(open('out.json'))\n"
+    "print('value is wrong' if v != 42 else 'ok')\nprint(f'LESSONLOOP_SCORE {v}/42')\n"
+    "sys.exit(0 if v == 42 else 1)\n"
+)
+
+
+def writes(value: int) -> str:
+    return f"import json\njson.dump({value}, open('out.json', 'w'))"
+
+
+def test_partial_credit_picks_the_best_candidate_of_a_round(tmp_path: Path) -> None:
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(writes(1)), code(writes(30))], REFINE: [fix(writes(10)), fix(writes(20))]}
+    )
+    task = make_task(tmp_path, checker=SCORED_CHECK)
+    result = agent_for(llm, tmp_path, pool_size=3, max_rounds=2).run(task)
+    assert not result.passed and result.best_round == 2
+    pool = result.rounds[1].pool
+    assert [e.origin for e in pool] == ["refine", "fresh", "refine_hot"]
+    assert [round(e.credit or 0, 3) for e in pool] == [round(v / 42, 3) for v in (10, 30, 20)]
+    assert result.best.files["solution.py"].strip() == writes(30)
+    assert result.rounds[1].feedback.credit == pytest.approx(30 / 42)
+    # The score line ranks; it is not what the model is told.
+    assert "LESSONLOOP_SCORE" not in result.rounds[1].feedback.compressed()
+
+
+def test_token_budget_stops_the_search(tmp_path: Path) -> None:
+    llm = ScriptedLLM.by_system({GEN: [code(CRASH)], REFINE: [fix(GOOD)]})
+    result = agent_for(llm, tmp_path, token_budget=1).run(make_task(tmp_path))
+    assert result.stop_reason == "budget" and len(result.rounds) == 1

@@ -4,7 +4,9 @@ Usage: python check.py RESULT_FILE   (run in the workspace; exit 0 = pass)
 
 Stdlib only. Prints a few short lines naming what is wrong and what was produced, but never
 an expected value: the check output is feedback the model reads, and the model must not be
-able to copy the answer instead of fixing its code.
+able to copy the answer instead of fixing its code. The last line is always
+`LESSONLOOP_SCORE MATCHED/TOTAL`: how many expected values were produced right, the partial
+credit the loop ranks failing candidates by.
 This file is the canonical copy: _generate.py copies it into every trap task as check.py,
 and the JSON-output demo tasks in examples/tasks carry the same file.
 """
@@ -83,31 +85,58 @@ def _compare_lists(expected: list[Any], got: Any, where: str) -> Iterator[str]:
             yield from compare(exp, item, f"{where}[{index}]")
 
 
+def leaves(expected: Any) -> int:
+    """How many values the expected JSON holds (objects and lists count their members)."""
+    if isinstance(expected, dict):
+        return sum(leaves(v) for v in expected.values())
+    if isinstance(expected, list):
+        return sum(leaves(v) for v in expected)
+    return 1
+
+
+def matched(expected: Any, got: Any) -> int:
+    """How many of those values `got` has right, by the same rules as `compare`."""
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            return 0
+        return sum(matched(v, got[k]) for k, v in expected.items() if k in got)
+    if isinstance(expected, list):
+        if not isinstance(got, list) or len(got) != len(expected):
+            return 0
+        return sum(matched(e, g) for e, g in zip(expected, got, strict=True))
+    return 0 if any(True for _ in compare(expected, got, "")) else 1
+
+
+def load(name: str) -> tuple[Any, str | None]:
+    """The JSON in the file `name`, or None and why it could not be read."""
+    path = Path(name)
+    if not path.is_file():
+        return None, f"{name} not found: the solution must write it in the current directory"
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), None
+    except UnicodeDecodeError:
+        return None, f"{name} is not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return None, f"{name} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+
+
 def main(argv: list[str]) -> int:
     name = argv[1] if len(argv) > 1 else "result.json"
     expected = json.loads(Path(__file__).resolve().with_name("expected.json").read_text("utf-8"))
-    path = Path(name)
-    if not path.is_file():
-        print(f"{name} not found: the solution must write it in the current directory")
-        return 1
-    try:
-        got = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        print(f"{name} is not UTF-8 text")
-        return 1
-    except json.JSONDecodeError as exc:
-        print(f"{name} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
-        return 1
-    problems = list(compare(expected, got, name))
+    got, error = load(name)
+    problems = [error] if error else list(compare(expected, got, name))
     if not problems:
         print(f"{name}: all values match")
-        return 0
-    print(f"{name}: {len(problems)} problem(s)")
-    for line in problems[:MAX_REPORTED]:
-        print(f"  {line}")
-    if len(problems) > MAX_REPORTED:
-        print(f"  ... and {len(problems) - MAX_REPORTED} more")
-    return 1
+    elif error:
+        print(error)
+    else:
+        print(f"{name}: {len(problems)} problem(s)")
+        for line in problems[:MAX_REPORTED]:
+            print(f"  {line}")
+        if len(problems) > MAX_REPORTED:
+            print(f"  ... and {len(problems) - MAX_REPORTED} more")
+    print(f"LESSONLOOP_SCORE {matched(expected, got) if not error else 0}/{leaves(expected)}")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
