@@ -46,6 +46,10 @@ def run(
         str | None, typer.Option("--model", help="local | local:PATH.gguf | openai:MODEL")
     ] = None,
     max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=1)] = None,
+    retro_model: Annotated[
+        str | None,
+        typer.Option("--retro-model", help="Model that writes the lessons (default: --model)"),
+    ] = None,
     pool_size: Annotated[
         int | None,
         typer.Option("--pool-size", min=1, help="Candidates checked per refinement round"),
@@ -63,6 +67,7 @@ def run(
     try:
         settings = Settings.from_env(
             model=model,
+            retro_model=retro_model,
             max_rounds=max_rounds,
             memory=memory,
             pool_size=pool_size,

@@ -84,6 +84,7 @@ def run_task(
     """Run one task directory; with a memory, recall lessons and learn from the outcome."""
     task = load_task(task_dir)
     model = llm or resolve_llm(settings.model, settings)
+    teacher = model if settings.retro_model is None else resolve_llm(settings.retro_model, settings)
     agent = ReflectiveAgent(
         model,
         recall=memory if memory is not None else NullRecall(),
@@ -98,7 +99,7 @@ def run_task(
         observer=observer,
     )
     auto = (
-        AutoConsolidation(every=settings.consolidate_every, llm=model)
+        AutoConsolidation(every=settings.consolidate_every, llm=teacher)
         if settings.consolidate_every
         else None
     )
@@ -106,7 +107,7 @@ def run_task(
         agent,
         task,
         memory,
-        retro_llm=model if learn else None,
+        retro_llm=teacher if learn else None,
         learn=learn,
         consolidation=auto,
     )

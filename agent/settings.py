@@ -20,6 +20,9 @@ class Settings(BaseSettings):
     # LLM: "local" (the bundled default, qwen2.5-coder-1.5b), "local:qwen2.5-coder-0.5b",
     # "openai:MODEL", "scripted:..." in tests.
     model: str = "local"
+    # The model that writes lessons (retrospective) and merged lessons (consolidation), e.g.
+    # a stronger OpenAI-compatible model teaching a small local worker; None: `model`.
+    retro_model: str | None = None
     openai_base_url: str | None = None
     openai_api_key: SecretStr | None = None
     openai_timeout_s: float = 120.0
@@ -47,6 +50,11 @@ class Settings(BaseSettings):
     # Distinct candidates checked per refinement round (the search), and a per-task cap.
     pool_size: int = Field(default=3, ge=1, le=16)
     token_budget: int | None = Field(default=None, ge=1)
+
+    @property
+    def teacher_model(self) -> str:
+        """The model spec that writes lessons: `retro_model`, else the worker's `model`."""
+        return self.retro_model or self.model
 
     @property
     def cache_dir(self) -> Path:

@@ -39,7 +39,7 @@ def _embedder(ctx: typer.Context) -> Embedder | None:
 
 
 def _llm(settings: Settings, use_model: bool) -> LLM | None:
-    return resolve_llm(settings.model, settings) if use_model else None
+    return resolve_llm(settings.teacher_model, settings) if use_model else None
 
 
 def _report_json(report: ConsolidationReport) -> str:

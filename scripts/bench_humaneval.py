@@ -330,6 +330,7 @@ if failures:
     print(f"{len(failures)} of {len(EXAMPLES)} docstring examples failed:")
     for line in failures[:3]:
         print(line)
+    print(f"LESSONLOOP_SCORE {len(EXAMPLES) - len(failures)}/{len(EXAMPLES)}")
     sys.exit(1)
 print(f"all {len(EXAMPLES)} docstring examples passed")
 """

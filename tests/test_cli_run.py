@@ -153,3 +153,24 @@ def test_lesson_learned_in_one_run_is_recalled_in_the_next(tmp_path: Path) -> No
     )
     assert show.returncode == 0, show.stderr
     assert '"helped": 1' in show.stdout
+
+
+def test_a_teacher_model_writes_the_lesson(tmp_path: Path) -> None:
+    """--retro-model: the worker only generates and refines; the teacher writes the lesson."""
+    task = make_bom_task(tmp_path / "bom_task")
+    teacher = tmp_path / "teacher.json"
+    teacher.write_text(json.dumps({LESSON: [ANALYSIS]}))
+    proc = lessonloop(
+        tmp_path,
+        {GEN: [code(BOM_CRASH)], REFINE: [fix(BOM_GOOD, "utf-8-sig")]},  # no LESSON replies
+        str(task),
+        "--memory",
+        str(tmp_path / "store"),
+        "--retro-model",
+        f"scripted:{teacher}",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [w["action"] for w in data["lessons_written"]] == ["created"]
+    assert data["retrospective_fallbacks"] == []  # the teacher answered
