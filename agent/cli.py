@@ -15,6 +15,7 @@ from rich.text import Text
 from agent.cli_lessons import lessons_app
 from agent.cli_memory import memory_app
 from agent.cli_report import report_app
+from agent.demo import DemoReport
 from agent.errors import LessonloopError
 from agent.loop import LoopEvent
 from agent.session import SessionResult, open_memory, run_task
@@ -123,6 +124,92 @@ def _print_summary(session: SessionResult) -> None:
         out.print(
             f"consolidation: {report.new_lessons} waiting lessons -> {len(report.merges)} merges"
         )
+
+
+@app.command()
+def demo(
+    tasks: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Two task dirs with one trap (default: two currency traps)"),
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model spec")] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option("--memory", help="Store to use (default: ~/.lessonloop/demo, emptied)"),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON")] = False,
+) -> None:
+    """Watch it learn: task A teaches a lesson, task B uses it, task B without memory compares."""
+    from agent.demo import run_demo
+
+    if tasks is not None and len(tasks) != 2:
+        err.print(Text("error: ", style="red") + Text("give two task directories, or none"))
+        raise typer.Exit(2)
+
+    def on_step(label: str, task_dir: Path, with_memory: bool) -> None:
+        err.rule(f"{label}: {task_dir.name}")
+
+    try:
+        settings = Settings.from_env(model=model, memory=memory)
+        report = run_demo(
+            settings,
+            tasks=(tasks[0], tasks[1]) if tasks else None,
+            observer=_progress,
+            on_step=on_step,
+        )
+    except LessonloopError as exc:
+        err.print(Text("error: ", style="red") + Text(str(exc)))
+        raise typer.Exit(2) from exc
+    if as_json:
+        sys.stdout.write(json.dumps(_demo_json(report), indent=2) + "\n")
+    else:
+        _print_demo(report)
+
+
+def _demo_json(report: DemoReport) -> dict[str, object]:
+    return {
+        "memory": report.memory,
+        "learned": report.learned,
+        "verdict": report.verdict,
+        "steps": [
+            {
+                "label": s.label,
+                "task": s.task_dir.name,
+                "with_memory": s.with_memory,
+                **s.result.summary(),
+                "lessons_stored": [lesson.model_dump(mode="json") for lesson in s.lessons_stored],
+                "lessons_recalled": [lesson.id for lesson in s.lessons_recalled],
+            }
+            for s in report.steps
+        ],
+    }
+
+
+def _print_demo(report: DemoReport) -> None:
+    first, second, _ = report.steps
+    for lesson in first.lessons_stored:
+        out.print(Text(f"lesson stored by task A ({lesson.id}):", style="bold green"))
+        out.print(Text(f"  symptom:    {lesson.symptom}"))
+        out.print(Text(f"  root cause: {lesson.root_cause}"))
+        out.print(Text(f"  fix:        {lesson.fix}"))
+    recalled = ", ".join(lesson.id for lesson in second.lessons_recalled) or "none"
+    out.print(Text(f"recalled at the start of task B: {recalled}", style="magenta"))
+    table = Table(title="task B with and without what task A taught")
+    for col in ("run", "passed", "rounds", "candidates", "tokens", "seconds"):
+        table.add_column(col)
+    for step in report.steps:
+        run = step.result.run
+        table.add_row(
+            step.label,
+            "yes" if run.passed else "no",
+            str(len(run.rounds)),
+            str(sum(max(1, len(r.pool)) for r in run.rounds)),
+            str(run.usage.total_tokens),
+            f"{run.seconds:.0f}",
+        )
+    out.print(table)
+    out.print(Text(f"verdict: {report.verdict}", style="bold"))
+    out.print(f"memory kept at {report.memory} (lessonloop lessons list --memory {report.memory})")
 
 
 @app.command()

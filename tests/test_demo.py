@@ -1,0 +1,89 @@
+"""`lessonloop demo` end to end on a scripted model: real traps, sandbox, memory, MiniLM.
+
+The scripted model plays a worker that falls into the currency trap on task A and fixes it
+when refining; the test checks what the demo claims against the store and the runs. The
+real model's demo is measured in the README ("The demo"), not asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from scripts.bench_retro import with_naive_helpers
+from tests.helpers import GEN, REFINE, code, fix
+
+TRAPS = Path(__file__).resolve().parents[1] / "examples" / "traps"
+LESSON = "You write one lesson"
+ANALYSIS = json.dumps(
+    {
+        "root_cause": "money amounts carry a currency symbol and thousands separators, "
+        "which float() rejects",
+        "fix": "remove currency symbols, spaces and thousands separators before float()",
+        "applies_when": "CSV money columns written for people to read",
+    }
+)
+
+
+def reference(task: str) -> str:
+    return (TRAPS / task / "reference" / "solution.py").read_text(encoding="utf-8")
+
+
+def demo(
+    tmp_path: Path, replies: object, *args: str, **env_vars: str
+) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps(replies))
+    env = {**os.environ, "LESSONLOOP_HOME": str(tmp_path / "home"), **env_vars}
+    return subprocess.run(
+        [sys.executable, "-m", "agent", "demo", "--model", f"scripted:{script}", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+
+
+def test_demo_stores_a_verified_lesson_and_task_b_recalls_it(tmp_path: Path) -> None:
+    a, b = reference("currency_01_invoices"), reference("currency_02_expenses")
+    naive_a, naive_b = with_naive_helpers(a)[1], with_naive_helpers(b)[1]
+    replies = {
+        # A: naive (crashes on '$860.45'); B with memory: right at once; B alone: naive.
+        GEN: [code(naive_a), code(b), code(naive_b)],
+        REFINE: [fix(a, "strip currency signs"), fix(b, "strip currency signs")],
+        LESSON: [ANALYSIS],
+    }
+    proc = demo(tmp_path, replies, "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    first, second, third = data["steps"]
+    assert first["passed"] and first["rounds"] == 2 and first["feedback_kinds"][0] != "success"
+    (lesson,) = first["lessons_stored"]
+    assert "verified change:" in lesson["fix"]  # the code change that made the run pass
+    assert second["lessons_recalled"] == [lesson["id"]] and second["rounds"] == 1
+    assert third["with_memory"] is False and third["rounds"] == 2 and third["passed"]
+    assert data["learned"] is True and "with the lesson: passed in 1 round(s)" in data["verdict"]
+    # The demo's store is kept and holds exactly what the demo said.
+    store = Path(data["memory"])
+    assert store.is_relative_to(tmp_path / "home" / "demo")
+    listed = subprocess.run(
+        [sys.executable, "-m", "agent", "lessons", "--memory", str(store), "list", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LESSONLOOP_HOME": str(tmp_path / "home")},
+        timeout=300,
+    )
+    assert [item["id"] for item in json.loads(listed.stdout)["items"]] == [lesson["id"]]
+
+
+def test_demo_says_plainly_when_nothing_was_learned(tmp_path: Path) -> None:
+    a, b = reference("currency_01_invoices"), reference("currency_02_expenses")
+    naive_a = with_naive_helpers(a)[1]
+    # Task A is never solved: no verified fix, so no lesson, and the verdict says so.
+    replies = {GEN: [code(naive_a), code(b), code(b)], REFINE: [fix(naive_a + "\n# v2\n")]}
+    proc = demo(tmp_path, replies, LESSONLOOP_POOL_SIZE="1", LESSONLOOP_MAX_ROUNDS="2")
+    assert proc.returncode == 0, proc.stderr
+    assert "task A was not solved" in proc.stdout and "no lesson was stored" in proc.stdout
