@@ -150,8 +150,9 @@ class _Run:
         lessons = self._recall("seed", self._seed_text(), ())
         t0 = time.monotonic()
         first, usage = self._generate(lessons)
+        self.agent._emit(LoopEvent("generated", 1, "generate", usage, time.monotonic() - t0))
         self.digests.add(first.digest())
-        checks, check_usage = self._check_one(first, 1, "generate", 0)
+        checks, check_usage = self._check_one(first, 1, 0)
         self._append(1, "generate", (first, checks, usage + check_usage), (), t0, 0, lessons)
         while True:
             stop = self._stop_reason()
@@ -273,6 +274,7 @@ class _Run:
                 self.cfg.token_budget or float("inf")
             ):
                 break
+            drawn_at = time.monotonic()
             if origin == "fresh":
                 candidate, cost = self._generate(
                     lessons, failure=last.feedback.compressed(), temperature=temperature
@@ -295,7 +297,10 @@ class _Run:
             self.digests.add(candidate.digest())
             if candidate.fix_note and origin != "fresh":
                 self.tried.append(candidate.fix_note)
-            checks, check_cost = self._check_one(candidate, round_no, origin, len(drawn))
+            self.agent._emit(
+                LoopEvent("generated", round_no, origin, cost, time.monotonic() - drawn_at)
+            )
+            checks, check_cost = self._check_one(candidate, round_no, len(drawn))
             drawn.append((candidate, checks, cost + check_cost))
             entries.append(
                 PoolEntry(
@@ -334,9 +339,8 @@ class _Run:
         return [Message(role="system", content=system), Message(role="user", content=user)]
 
     def _check_one(
-        self, candidate: Candidate, round_no: int, origin: CandidateOrigin, index: int
+        self, candidate: Candidate, round_no: int, index: int
     ) -> tuple[tuple[Feedback, ...], Usage]:
-        self.agent._emit(LoopEvent("generated", round_no, origin))
         started = time.monotonic()
         checks, usage = self._check(candidate, round_no, index)
         verdict = checks[-1]
