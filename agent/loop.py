@@ -6,9 +6,9 @@ checks, then the task's check command in the sandbox, then the LLM critic) and t
 failing stage is the round's verdict.
 
 A refinement round is a small search: up to `pool_size` distinct candidates, drawn in this
-order -- the refiner's greedy answer, a fresh generation shown the failing check (and the
-recalled lessons), then hotter refiner samples -- each checked in the sandbox, the first
-pass ending the round. The round keeps the best by `rank`: passed, then how far the
+order -- the refiner's greedy answer, hotter refiner samples, then (from a pool of three)
+a fresh generation shown the failing check and the recalled lessons -- each checked in the
+sandbox, the first pass ending the round. The round keeps the best by `rank`: passed, then how far the
 program got (ran and was wrong beats crashed beats did not parse), then the check's
 partial credit. A small model's greedy refiner often returns the same code, while a few
 samples contain the fix: the pool turns that pass@k into the loop's pass@1. The optional
@@ -250,13 +250,19 @@ class _Run:
         return parse_candidate(completion.text, self.task.output), completion.usage
 
     def _plan(self) -> list[tuple[CandidateOrigin, float]]:
-        """The draws of one refinement round, in order; repeats are skipped, not counted."""
+        """The draws of one refinement round, in order; repeats are skipped, not counted.
+
+        Hot refiner samples come before the fresh generation: measured on the 1.5B model from
+        one failing round, 3 of 4 hot refiner samples passed and 0 of 2 fresh generations.
+        The fresh one stays for failures the refiner is anchored on.
+        """
         hot = self.cfg.resample_temperature
+        fresh = self.cfg.pool_size >= 3 and bool(self.task.output)
         plan: list[tuple[CandidateOrigin, float]] = [("refine", self.cfg.temperature)]
-        if self.cfg.pool_size >= 2 and self.task.output:
+        plan.extend(("refine_hot", hot) for _ in range(self.cfg.pool_size - 1 - fresh))
+        if fresh:
             plan.append(("fresh", hot))
-        extra = self.cfg.pool_size - len(plan) + self.cfg.resample_attempts
-        plan.extend(("refine_hot", hot) for _ in range(extra))
+        plan.extend(("refine_hot", hot) for _ in range(self.cfg.resample_attempts))
         return plan
 
     def _search(self, last: RoundRecord, lessons: Sequence[ScoredLesson], t0: float) -> bool:

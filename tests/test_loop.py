@@ -233,18 +233,22 @@ def test_a_crash_then_a_wrong_value_makes_the_later_round_best(tmp_path: Path) -
 
 
 def test_round_search_finds_the_fix_the_greedy_refiner_misses(tmp_path: Path) -> None:
-    llm = ScriptedLLM.by_system({GEN: [code(CRASH), code(GOOD)], REFINE: [fix(WRONG, "guess")]})
+    wrong_too = WRONG.replace("41", "40")
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(CRASH), code(GOOD)], REFINE: [fix(WRONG, "guess"), fix(wrong_too, "again")]}
+    )
     result = agent_for(llm, tmp_path, pool_size=3).run(make_task(tmp_path))
     assert result.passed and len(result.rounds) == 2
     pool = result.rounds[1].pool
     assert [(e.origin, e.kind, e.chosen) for e in pool] == [
         ("refine", "check_failed", False),
+        ("refine_hot", "check_failed", False),
         ("fresh", "success", True),
     ]
-    assert pool[1].temperature == 0.8 and result.rounds[1].usage.calls == 2
+    assert pool[1].temperature == 0.8 and result.rounds[1].usage.calls == 3
     fresh_prompt = [c for c in llm.calls if GEN in c.system][1].messages[-1].content
     assert "An earlier attempt at this task failed" in fresh_prompt and "KeyError" in fresh_prompt
-    assert (tmp_path / "runs" / result.run_id / "round-2-2.log").is_file()
+    assert (tmp_path / "runs" / result.run_id / "round-2-3.log").is_file()
 
 
 SCORED_CHECK = (
@@ -260,13 +264,13 @@ def writes(value: int) -> str:
 
 def test_partial_credit_picks_the_best_candidate_of_a_round(tmp_path: Path) -> None:
     llm = ScriptedLLM.by_system(
-        {GEN: [code(writes(1)), code(writes(30))], REFINE: [fix(writes(10)), fix(writes(20))]}
+        {GEN: [code(writes(1)), code(writes(20))], REFINE: [fix(writes(10)), fix(writes(30))]}
     )
     task = make_task(tmp_path, checker=SCORED_CHECK)
     result = agent_for(llm, tmp_path, pool_size=3, max_rounds=2).run(task)
     assert not result.passed and result.best_round == 2
     pool = result.rounds[1].pool
-    assert [e.origin for e in pool] == ["refine", "fresh", "refine_hot"]
+    assert [e.origin for e in pool] == ["refine", "refine_hot", "fresh"]
     assert [round(e.credit or 0, 3) for e in pool] == [round(v / 42, 3) for v in (10, 30, 20)]
     assert result.best.files["solution.py"].strip() == writes(30)
     assert result.rounds[1].feedback.credit == pytest.approx(30 / 42)
