@@ -8,11 +8,11 @@ failing stage is the round's verdict.
 A refinement round is a small search: up to `pool_size` distinct candidates, drawn in this
 order -- the refiner's greedy answer, hotter refiner samples, then (from a pool of three)
 a fresh generation shown the failing check and the recalled lessons -- each checked in the
-sandbox, the first pass ending the round. The round keeps the best by `rank`: passed, then how far the
-program got (ran and was wrong beats crashed beats did not parse), then the check's
-partial credit. A small model's greedy refiner often returns the same code, while a few
-samples contain the fix: the pool turns that pass@k into the loop's pass@1. The optional
-`token_budget` caps what one task may spend.
+sandbox, the first pass ending the round. The round keeps the best by `rank_feedback`:
+passed, then how far the program got (ran and was wrong beats crashed beats did not
+parse), then the check's partial credit. A small model's greedy refiner often returns the
+same code, while a few samples contain the fix: the pool turns that pass@k into the loop's
+pass@1. The optional `token_budget` caps what one task may spend.
 """
 
 from __future__ import annotations
