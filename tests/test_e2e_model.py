@@ -161,3 +161,20 @@ def test_doctor_fails_clearly_on_a_broken_model_file(tmp_path: Path) -> None:
     generate = next(line for line in lines if "generate" in line)
     assert generate.lstrip().startswith("FAIL") and "broken.gguf" in generate
     assert "Traceback" not in proc.stderr and "failed: generate" in proc.stderr
+
+
+def test_run_fails_clearly_on_a_broken_model_file(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + os.urandom(4096))
+    task = make_task(tmp_path / "sum_task")
+    proc = subprocess.run(
+        [sys.executable, "-m", "agent", "run", str(task), "--no-memory", "--model",
+         f"local:{broken}"],
+        capture_output=True,
+        text=True,
+        env=_cli_env(tmp_path),
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "error: llama.cpp cannot load" in proc.stderr and "broken.gguf" in proc.stderr
+    assert "Traceback" not in proc.stderr
