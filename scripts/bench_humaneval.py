@@ -662,6 +662,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--model", default="local", help="model spec for resolve_llm")
     parser.add_argument("--max-rounds", type=int, default=3)
+    parser.add_argument("--pool-size", type=int, default=LoopConfig().pool_size)
     parser.add_argument("--limit", type=int, default=None, help="only this many problems")
     parser.add_argument("--offset", type=int, default=0, help="skip this many problems first")
     parser.add_argument("--out", type=Path, default=Path("bench-results/humaneval.json"))
@@ -690,7 +691,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigurationError as exc:
         console.print(f"[red]cannot load model {args.model!r}: {exc}")
         return 2
-    config = LoopConfig(max_rounds=args.max_rounds, temperature=0.0)
+    config = LoopConfig(max_rounds=args.max_rounds, temperature=0.0, pool_size=args.pool_size)
     meta: dict[str, Any] = {
         "model": llm.model_id,
         "spec": args.model,

@@ -88,7 +88,7 @@ class BenchConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     task_dirs: tuple[Path, ...]
-    model: str = "local:qwen2.5-coder-0.5b"
+    model: str = "local"
     seeds: int = Field(default=1, ge=1)
     orders: int = Field(default=2, ge=1)
     limit: int | None = Field(default=None, ge=2)
@@ -100,6 +100,7 @@ class BenchConfig(BaseModel):
     per_family: int = Field(default=2, ge=1)
     train_frac: float = Field(default=0.5, gt=0, lt=1)
     max_rounds: int = Field(default=3, ge=1)
+    pool_size: int = Field(default=LoopConfig().pool_size, ge=1)
     temperature: float = 0.0
     conditions: tuple[Condition, ...] = CONDITIONS
     embedder: str = "minilm"
@@ -260,7 +261,9 @@ class LearningBench:
             recall=recall,
             sandbox=self.sandbox,
             config=LoopConfig(
-                max_rounds=self.config.max_rounds, temperature=self.config.temperature
+                max_rounds=self.config.max_rounds,
+                temperature=self.config.temperature,
+                pool_size=self.config.pool_size,
             ),
         )
         return agent.run(task, run_id=run_id)
@@ -281,7 +284,7 @@ def export_lessons(stores: dict[str, Memory]) -> dict[str, list[dict[str, Any]]]
 def parse_args(argv: Sequence[str] | None) -> tuple[BenchConfig, Path, bool]:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("task_dirs", nargs="+", type=Path)
-    p.add_argument("--model", default="local:qwen2.5-coder-0.5b")
+    p.add_argument("--model", default="local")
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--orders", type=int, default=2)
     p.add_argument("--limit", type=int, default=None, help="tasks (default: fit the budget)")
@@ -291,6 +294,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[BenchConfig, Path, bool]:
     p.add_argument("--per-family", type=int, default=2)
     p.add_argument("--train-frac", type=float, default=0.5)
     p.add_argument("--max-rounds", type=int, default=3)
+    p.add_argument("--pool-size", type=int, default=LoopConfig().pool_size)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--conditions", default=",".join(CONDITIONS))
     p.add_argument("--embedder", choices=("minilm", "hash"), default="minilm")
@@ -298,7 +302,8 @@ def parse_args(argv: Sequence[str] | None) -> tuple[BenchConfig, Path, bool]:
     p.add_argument("--keep-stores", action="store_true", help="keep the memory stores in --out")
     a = p.parse_args(argv)
     fields = ("model", "seeds", "orders", "limit", "per_family", "train_frac", "max_rounds",
-              "temperature", "embedder", "budget_min", "sec_per_run", "sec_per_retro")  # fmt: skip
+              "pool_size", "temperature", "embedder", "budget_min", "sec_per_run",
+              "sec_per_retro")  # fmt: skip
     config = BenchConfig(
         task_dirs=tuple(a.task_dirs),
         conditions=tuple(c.strip() for c in a.conditions.split(",")),

@@ -206,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("task_dirs", nargs="*", type=Path, default=[TRAPS])
-    p.add_argument("--model", default="local:qwen2.5-coder-0.5b")
+    p.add_argument("--model", default="local")
     p.add_argument("--per-family", type=int, default=1)
     p.add_argument("--out", type=Path, default=Path("bench-results") / "bench_retro.json")
     a = p.parse_args(argv)
