@@ -186,14 +186,15 @@ def _demo_json(report: DemoReport) -> dict[str, object]:
 
 
 def _print_demo(report: DemoReport) -> None:
-    first, second, _ = report.steps
+    first = report.steps[0]
     for lesson in first.lessons_stored:
         out.print(Text(f"lesson stored by task A ({lesson.id}):", style="bold green"))
         out.print(Text(f"  symptom:    {lesson.symptom}"))
         out.print(Text(f"  root cause: {lesson.root_cause}"))
         out.print(Text(f"  fix:        {lesson.fix}"))
-    recalled = ", ".join(lesson.id for lesson in second.lessons_recalled) or "none"
-    out.print(Text(f"recalled at the start of task B: {recalled}", style="magenta"))
+    if len(report.steps) > 1:
+        recalled = ", ".join(lesson.id for lesson in report.steps[1].lessons_recalled) or "none"
+        out.print(Text(f"recalled at the start of task B: {recalled}", style="magenta"))
     table = Table(title="task B with and without what task A taught")
     for col in ("run", "passed", "rounds", "candidates", "tokens", "seconds"):
         table.add_column(col)

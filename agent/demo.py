@@ -6,6 +6,9 @@
        the first generation
     3  task B again without memory: the baseline for the closing comparison
 
+When task A stores no lesson (unsolved, or solved at once) the demo stops after step 1 and
+says so: steps 2 and 3 would only compare two runs without a lesson.
+
 Every step is a real run through the public session API (same loop, sandbox, memory and
 retrospective as `lessonloop run`); nothing is staged. The report says what happened,
 including when the lesson was not recalled or did not help.
@@ -56,12 +59,14 @@ class DemoReport(BaseModel):
     @property
     def learned(self) -> bool:
         """A verified lesson was stored in step 1 and recalled in step 2."""
+        if len(self.steps) < 2:
+            return False
         stored = {lesson.id for lesson in self.steps[0].lessons_stored}
         return bool(stored & {lesson.id for lesson in self.steps[1].lessons_recalled})
 
     @property
     def verdict(self) -> str:
-        first, with_memory, without = self.steps
+        first = self.steps[0]
         if not first.result.run.passed:
             return (
                 "task A was not solved, so no fix was verified and no lesson was stored: "
@@ -71,7 +76,7 @@ class DemoReport(BaseModel):
             return "task A passed in round 1: there was no mistake to learn from"
         if not self.learned:
             return "a lesson was stored, but task B did not recall it"
-        a, b = with_memory.result.run, without.result.run
+        a, b = self.steps[1].result.run, self.steps[2].result.run
         return (
             f"with the lesson: {'passed' if a.passed else 'failed'} in {len(a.rounds)} round(s), "
             f"{a.usage.total_tokens} tokens; without: {'passed' if b.passed else 'failed'} in "
@@ -147,6 +152,8 @@ def run_demo(
                     lessons_recalled=recalled,
                 )
             )
+            if not stored and len(steps) == 1:
+                break  # nothing was learned: task B would only repeat the baseline
     finally:
         store.close()
     return DemoReport(memory=location, steps=tuple(steps))
