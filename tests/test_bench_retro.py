@@ -34,13 +34,16 @@ def test_trajectory_is_a_real_fail_then_pass() -> None:
 def test_scores_the_model_lesson_against_the_family_cause() -> None:
     tasks = select(1, [TRAPS / "currency_01_invoices", TRAPS / "bom_01_payroll"])
     assert [t.id for t in tasks] == ["bom_01_payroll", "currency_01_invoices"]
-    # bom gets the currency lesson (wrong cause), currency gets it too (right cause).
+    # bom gets the currency lesson (wrong cause), currency gets it too (right cause)...
     llm = ScriptedLLM([json.dumps(GOOD), json.dumps(GOOD)])
     report = run_bench(tasks, llm, Sandbox(Limits(cpu_s=30)), Console(quiet=True))
     bom, currency = report.cases
     assert bom.model_used and currency.model_used
-    assert not bom.names_cause and currency.names_cause
-    assert report.model_used_rate == 1.0 and report.names_cause_rate == 0.5
+    assert "currency" in bom.root_cause and currency.names_cause
+    # ...but the fix also carries the verified change of the real trajectory, so the bom
+    # lesson still names its cause: the diff stands next to a wrong explanation.
+    assert "verified change:" in bom.fix and "utf-8-sig" in bom.fix and bom.names_cause
+    assert report.model_used_rate == 1.0 and report.names_cause_rate == 1.0
 
 
 def test_a_copy_of_the_prompt_example_counts_as_fallback(tmp_path: Path) -> None:
