@@ -20,6 +20,8 @@ from agent.result import RoundRecord, RunResult
 from agent.stopping import actionable
 from memory.redact import redact
 
+# A line that is only a string literal (a docstring or a piece of one).
+_STRING_LINE = re.compile(r"^[rbufRBUF]*[\"']")
 _ROOT_CAUSE_LINE = re.compile(r"^\W*root cause\W*[:：]\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 
 
@@ -128,10 +130,14 @@ def candidate_diff(before: Candidate, after: Candidate, max_lines: int = 40) -> 
 
 
 def diff_summary(diff: str, *, limit: int = 300) -> str:
-    """A one-line account of a diff: "replace `a` with `b`", "add `c`"; "" for no change."""
+    """A one-line account of a diff: "replace `a` with `b`", "add `c`"; "" for no change.
+
+    Comments, docstrings and bare string lines are skipped: they say what code does, the
+    code lines are the change itself.
+    """
     removed = [ln[1:].strip() for ln in diff.splitlines() if _is_change(ln, "-")]
     added = [ln[1:].strip() for ln in diff.splitlines() if _is_change(ln, "+")]
-    removed, added = [r for r in removed if r][:3], [a for a in added if a][:3]
+    removed, added = [r for r in removed if _is_code(r)][:3], [a for a in added if _is_code(a)][:3]
     old, new = "; ".join(f"`{r}`" for r in removed), "; ".join(f"`{a}`" for a in added)
     if removed and added:
         text = f"replace {old} with {new}"
@@ -142,6 +148,10 @@ def diff_summary(diff: str, *, limit: int = 300) -> str:
     else:
         return ""
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _is_code(line: str) -> bool:
+    return bool(line) and not line.startswith("#") and not _STRING_LINE.match(line)
 
 
 def _is_change(line: str, sign: str) -> bool:

@@ -150,7 +150,7 @@ def test_multi_round_run_yields_one_lesson_per_failure_and_a_process_lesson() ->
     result = run(
         record(1, candidate(CRASH), VALUE_ERROR),
         record(2, candidate(CRASH + "\n#a", "strip '$'"), WRONG_TOTAL),
-        record(3, candidate(GOOD + "\n#b", "keep cents"), WRONG_TOTAL),
+        record(3, candidate(GOOD + "\ntotal = int(total)", "keep cents"), WRONG_TOTAL),
         record(4, candidate(GOOD, "round to 2 places"), OK),
     )
     llm = ScriptedLLM.by_system(
@@ -173,7 +173,7 @@ def test_max_lessons_keeps_the_costliest_failures() -> None:
     result = run(
         record(1, candidate(CRASH), VALUE_ERROR),
         record(2, candidate(CRASH + "\n#a"), WRONG_TOTAL),
-        record(3, candidate(GOOD + "\n#b"), WRONG_TOTAL),
+        record(3, candidate(GOOD + "\ntotal = int(total)"), WRONG_TOTAL),
         record(4, candidate(GOOD), OK),
     )
     cfg = RetroConfig(max_lessons=1, process_min_rounds=10)
@@ -214,3 +214,11 @@ def test_candidate_diff_is_bounded() -> None:
 def test_text_candidates_are_diffed_by_text() -> None:
     diff = candidate_diff(Candidate(files={}, text="a\nb"), Candidate(files={}, text="a\nc"))
     assert "-b" in diff and "+c" in diff
+
+
+def test_a_change_in_comments_only_verifies_nothing() -> None:
+    result = run(
+        record(1, candidate(GOOD + "\n# first try"), WRONG_TOTAL),
+        record(2, candidate(GOOD + '\n"""second try"""'), OK),
+    )
+    assert extract(result, llm=None) == []
