@@ -20,7 +20,12 @@ from agent.errors import LessonloopError
 from agent.loop import LoopEvent
 from agent.session import SessionResult, open_memory, run_task
 from agent.settings import Settings
+from memory import LessonMemoryError
 from retrospectives.cli import retro_app
+
+# What a user can act on: our own errors and the memory's. Anything else is a bug and keeps
+# its traceback.
+USER_ERRORS = (LessonloopError, LessonMemoryError)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 err = Console(stderr=True, soft_wrap=True)
@@ -80,7 +85,7 @@ def run(
         finally:
             if store is not None:
                 store.close()
-    except LessonloopError as exc:
+    except USER_ERRORS as exc:
         err.print(Text("error: ", style="red") + Text(str(exc)))
         raise typer.Exit(2) from exc
     if as_json:
@@ -157,7 +162,7 @@ def demo(
             observer=_progress,
             on_step=on_step,
         )
-    except LessonloopError as exc:
+    except USER_ERRORS as exc:
         err.print(Text("error: ", style="red") + Text(str(exc)))
         raise typer.Exit(2) from exc
     if as_json:

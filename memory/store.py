@@ -115,16 +115,23 @@ class Memory:
         several processes sharing one store need. `reembed=True` accepts a different embedding
         model than the store was built with and re-embeds every lesson.
         """
-        url, local_chroma = wiring.locations(url_or_path, chroma_path)
-        if chroma_url is not None:
-            client = http_client(chroma_url)
-        elif local_chroma is not None:
-            client = embedded_client(local_chroma)
-        else:
+        try:
+            url, local_chroma = wiring.locations(url_or_path, chroma_path)
+            if chroma_url is not None:
+                client = http_client(chroma_url)
+            elif local_chroma is not None:
+                client = embedded_client(local_chroma)
+            else:
+                raise MemoryConfigError(
+                    f"{url_or_path!r} is not a local SQLite store: pass chroma_url (a Chroma "
+                    "server; LESSONLOOP_CHROMA_URL for the CLI) or chroma_path (an embedded "
+                    "index directory)"
+                )
+        except OSError as exc:
+            # e.g. a directory that cannot be created: the operator must choose another place.
             raise MemoryConfigError(
-                f"{url_or_path!r} is not a local SQLite store: pass chroma_url (a Chroma server) "
-                "or chroma_path (an embedded index directory)"
-            )
+                f"cannot create or open the store at {url_or_path}: {exc}"
+            ) from exc
         try:
             db = Database.connect(url)
         except BaseException:

@@ -174,3 +174,13 @@ def test_a_teacher_model_writes_the_lesson(tmp_path: Path) -> None:
     data = json.loads(proc.stdout)
     assert [w["action"] for w in data["lessons_written"]] == ["created"]
     assert data["retrospective_fallbacks"] == []  # the teacher answered
+
+
+def test_a_bad_memory_location_is_a_clear_error(tmp_path: Path) -> None:
+    task = make_task_dir(tmp_path / "task")
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    for store in ("postgresql://u:p@127.0.0.1:1/x", str(blocked / "memory")):
+        proc = lessonloop(tmp_path, [], str(task), "--memory", store)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr
