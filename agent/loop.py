@@ -165,8 +165,9 @@ class _Run:
             lessons = self._recall(
                 "reflection", last.feedback.compressed(), _error_types(last.feedback)
             )
-            if not self._search(last, lessons, t0):
-                return self._finish("stall")
+            stop = self._search(last, lessons, t0)
+            if stop is not None:
+                return self._finish(stop)
 
     def _stop_reason(self) -> StopReason | None:
         return decide_stop(
@@ -265,26 +266,28 @@ class _Run:
         plan.extend(("refine_hot", hot) for _ in range(self.cfg.resample_attempts))
         return plan
 
-    def _search(self, last: RoundRecord, lessons: Sequence[ScoredLesson], t0: float) -> bool:
-        """Draw, check and rank the candidates of one refinement round; False if none was new."""
+    def _search(
+        self, last: RoundRecord, lessons: Sequence[ScoredLesson], t0: float
+    ) -> StopReason | None:
+        """Draw, check and rank the candidates of one refinement round and record the best.
+
+        Returns why the run must stop instead ("budget", or "stall" when no draw was new),
+        else None.
+        """
         round_no = last.round + 1
         messages = self._refiner_messages(last, lessons)
-        drawn: list[tuple[Candidate, tuple[Feedback, ...], Usage]] = []
-        entries: list[PoolEntry] = []
-        usage = Usage()
-        repeats = 0
+        pool = _Pool()
+        incomplete: tuple[Candidate, CandidateOrigin, float] | None = None
+        budget = self.cfg.token_budget or float("inf")
         for draw, (origin, temperature) in enumerate(self._plan()):
-            if len(drawn) >= self.cfg.pool_size or (drawn and drawn[-1][1][-1].passed):
+            if len(pool.drawn) >= self.cfg.pool_size or pool.passed:
                 break
-            if drawn and self._spent() + usage.total_tokens >= (
-                self.cfg.token_budget or float("inf")
-            ):
+            if self._spent() + pool.tokens >= budget:
                 break
             drawn_at = time.monotonic()
             if origin == "fresh":
-                candidate, cost = self._generate(
-                    lessons, failure=last.feedback.compressed(), temperature=temperature
-                )
+                feedback = last.feedback.compressed()
+                candidate, cost = self._generate(lessons, failure=feedback, temperature=temperature)
             else:
                 completion = self.agent.refiner.complete(
                     messages, temperature=temperature, max_tokens=self.cfg.max_tokens, seed=draw
@@ -293,39 +296,60 @@ class _Run:
                     parse_candidate(completion.text, self.task.output),
                     completion.usage,
                 )
+            new = candidate.digest() not in self.digests
             complete = all(name in candidate.files for name in self.task.output)
-            if candidate.digest() in self.digests or not complete:
-                usage += cost
-                repeats += 1
-                reason = "an earlier answer" if complete else "no output file"
+            if not (new and complete):
+                pool.wasted += cost
+                pool.repeats += 1
+                incomplete = (candidate, origin, temperature) if new else incomplete
+                reason = "no output file" if new else "an earlier answer"
                 self.agent._emit(LoopEvent("resampled", round_no, f"{origin} gave {reason}"))
                 continue
-            self.digests.add(candidate.digest())
-            if candidate.fix_note and origin != "fresh":
-                self.tried.append(candidate.fix_note)
             self.agent._emit(
                 LoopEvent("generated", round_no, origin, cost, time.monotonic() - drawn_at)
             )
-            checks, check_cost = self._check_one(candidate, round_no, len(drawn))
-            drawn.append((candidate, checks, cost + check_cost))
-            entries.append(
-                PoolEntry(
-                    origin=origin,
-                    temperature=temperature,
-                    kind=checks[-1].kind,
-                    credit=checks[-1].credit,
-                    tokens=(cost + check_cost).total_tokens,
-                )
+            self._take(pool, candidate, origin, temperature, cost, round_no)
+        if not pool.drawn and incomplete is not None:
+            # Only replies without the files: check one, so the rule check's "missing file"
+            # reaches the refiner (its tokens are already counted as wasted).
+            pool.repeats -= 1
+            self._take(pool, *incomplete, Usage(), round_no)
+        if not pool.drawn:
+            self.unrecorded_usage += pool.wasted
+            return "budget" if self._spent() >= budget else "stall"
+        best = max(range(len(pool.drawn)), key=lambda k: rank_feedback(pool.drawn[k][1][-1]))
+        entries = tuple(
+            e.model_copy(update={"chosen": k == best}) for k, e in enumerate(pool.entries)
+        )
+        total = sum((d[2] for d in pool.drawn), pool.wasted)
+        chosen = (pool.drawn[best][0], pool.drawn[best][1], total)
+        self._append(round_no, "refine", chosen, entries, t0, pool.repeats, lessons)
+        return None
+
+    def _take(
+        self,
+        pool: _Pool,
+        candidate: Candidate,
+        origin: CandidateOrigin,
+        temperature: float,
+        cost: Usage,
+        round_no: int,
+    ) -> None:
+        """Check a new candidate and add it to the round's pool."""
+        self.digests.add(candidate.digest())
+        if candidate.fix_note and origin != "fresh" and candidate.fix_note not in self.tried:
+            self.tried.append(candidate.fix_note)
+        checks, check_cost = self._check_one(candidate, round_no, len(pool.drawn))
+        pool.drawn.append((candidate, checks, cost + check_cost))
+        pool.entries.append(
+            PoolEntry(
+                origin=origin,
+                temperature=temperature,
+                kind=checks[-1].kind,
+                credit=checks[-1].credit,
+                tokens=(cost + check_cost).total_tokens,
             )
-        if not drawn:
-            self.unrecorded_usage += usage
-            return False
-        best = max(range(len(drawn)), key=lambda k: rank_feedback(drawn[k][1][-1]))
-        pool = tuple(e.model_copy(update={"chosen": k == best}) for k, e in enumerate(entries))
-        total = sum((d[2] for d in drawn), usage)
-        chosen = (drawn[best][0], drawn[best][1], total)
-        self._append(round_no, "refine", chosen, pool, t0, repeats, lessons)
-        return True
+        )
 
     def _refiner_messages(
         self, last: RoundRecord, lessons: Sequence[ScoredLesson]
@@ -480,6 +504,24 @@ class _Run:
 
 def _error_types(feedback: Feedback) -> tuple[str, ...]:
     return tuple(t for t in (feedback.error_type, feedback.kind) if t)
+
+
+@dataclass
+class _Pool:
+    """The candidates of one refinement round so far, and what the round spent."""
+
+    drawn: list[tuple[Candidate, tuple[Feedback, ...], Usage]] = field(default_factory=list)
+    entries: list[PoolEntry] = field(default_factory=list)
+    wasted: Usage = field(default_factory=Usage)  # repeats and replies without files
+    repeats: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.drawn) and self.drawn[-1][1][-1].passed
+
+    @property
+    def tokens(self) -> int:
+        return self.wasted.total_tokens + sum(d[2].total_tokens for d in self.drawn)
 
 
 def rank_feedback(verdict: Feedback) -> tuple[bool, int, int, float, float, int]:

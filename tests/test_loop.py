@@ -282,3 +282,23 @@ def test_token_budget_stops_the_search(tmp_path: Path) -> None:
     llm = ScriptedLLM.by_system({GEN: [code(CRASH)], REFINE: [fix(GOOD)]})
     result = agent_for(llm, tmp_path, token_budget=1).run(make_task(tmp_path))
     assert result.stop_reason == "budget" and len(result.rounds) == 1
+
+
+def test_token_budget_also_cuts_the_search_inside_a_round(tmp_path: Path) -> None:
+    replies = {GEN: [code(CRASH), code(writes(3))], REFINE: [fix(writes(1)), fix(writes(2))]}
+    unbounded = agent_for(ScriptedLLM.by_system(replies), tmp_path / "a", pool_size=3, max_rounds=2)
+    full = unbounded.run(make_task(tmp_path / "a", checker=SCORED_CHECK))
+    assert len(full.rounds[1].pool) == 3
+    # A budget a little above round 1: the round's first candidate is drawn, then it stops.
+    budget = full.rounds[0].usage.total_tokens + 1
+    bounded = agent_for(ScriptedLLM.by_system(replies), tmp_path / "b", pool_size=3,
+                        max_rounds=3, token_budget=budget)  # fmt: skip
+    result = bounded.run(make_task(tmp_path / "b", checker=SCORED_CHECK))
+    assert len(result.rounds[1].pool) == 1 and result.stop_reason == "budget"
+
+
+def test_a_reply_without_files_is_still_checked_when_nothing_else_came(tmp_path: Path) -> None:
+    prose = "The key is missing; use get()."
+    llm = ScriptedLLM.by_system({GEN: [code(CRASH)], REFINE: [prose, prose, prose]})
+    result = agent_for(llm, tmp_path, max_rounds=2, resample_attempts=2).run(make_task(tmp_path))
+    assert len(result.rounds) == 2 and result.rounds[1].feedback.stage == "rule"
