@@ -264,15 +264,19 @@ def verified(step: FailureStep) -> bool:
 
 
 def contradicts(fix: str, result: RunResult, step: FailureStep) -> bool:
-    """The fix quotes code (in backticks) that the passing candidate does not contain.
+    """The fix quotes code (in backticks) found neither in the passing candidate nor in the
+    code the verified change removed.
 
-    A model that says "use `Decimal(v)`" while the verified change stripped "$" describes
-    a fix nobody checked; the diff is the evidence, so the model's fix loses.
+    A model that says "use `Decimal(value)`" while the verified change stripped "$"
+    describes a fix nobody checked; the diff is the evidence, so the model's fix loses.
+    Quoting the old code it replaces ("instead of `float(v)`") is no contradiction.
     """
     passing = next((r for r in result.rounds if r.round == step.fixed_in), None)
     if passing is None:
         return False
-    code = _squash("\n".join([*passing.candidate.files.values(), passing.candidate.text]))
+    removed = [ln[1:] for ln in step.diff.splitlines() if ln.startswith("-")]
+    known = [*passing.candidate.files.values(), passing.candidate.text, *removed]
+    code = _squash("\n".join(known))
     spans = [_squash(m.group(1)) for m in _CODE_SPAN.finditer(fix)]
     return any(span not in code for span in spans if span)
 

@@ -8,6 +8,7 @@ refiner's own "Root cause:"/"Fix:" lines. The model only adds interpretation on 
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from collections.abc import Sequence
@@ -20,8 +21,6 @@ from agent.result import RoundRecord, RunResult
 from agent.stopping import actionable
 from memory.redact import redact
 
-# A line that is only a string literal (a docstring or a piece of one).
-_STRING_LINE = re.compile(r"^[rbufRBUF]*[\"']")
 _ROOT_CAUSE_LINE = re.compile(r"^\W*root cause\W*[:：]\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 
 
@@ -151,7 +150,22 @@ def diff_summary(diff: str, *, limit: int = 300) -> str:
 
 
 def _is_code(line: str) -> bool:
-    return bool(line) and not line.startswith("#") and not _STRING_LINE.match(line)
+    """Not blank, a comment, or a line that is nothing but a string (a docstring's).
+
+    A dict entry such as `"total": sum(...),` starts with a string and is code.
+    """
+    if not line or line.startswith("#") or line.startswith(('"""', "'''")):
+        return False
+    try:
+        tree = ast.parse(line)
+    except SyntaxError:
+        return True  # a fragment of a statement: code
+    only = tree.body[0] if len(tree.body) == 1 else None
+    return not (
+        isinstance(only, ast.Expr)
+        and isinstance(only.value, ast.Constant)
+        and isinstance(only.value.value, str | bytes)
+    )
 
 
 def _is_change(line: str, sign: str) -> bool:

@@ -222,3 +222,30 @@ def test_a_change_in_comments_only_verifies_nothing() -> None:
         record(2, candidate(GOOD + '\n"""second try"""'), OK),
     )
     assert extract(result, llm=None) == []
+
+
+def test_verified_change_keeps_code_that_starts_with_a_string() -> None:
+    from retrospectives.facts import diff_summary
+
+    diff = (
+        '-    "total": sum(float(r["amount"]) for r in rows),\n'
+        '+    """Amounts may carry a currency sign."""\n'
+        "+    # strip it first\n"
+        '+    "total": sum(float(r["amount"].lstrip("$")) for r in rows),\n'
+    )
+    assert diff_summary(diff) == (
+        'replace `"total": sum(float(r["amount"]) for r in rows),` with '
+        '`"total": sum(float(r["amount"].lstrip("$")) for r in rows),`'
+    )
+
+
+def test_quoting_the_replaced_code_is_no_contradiction() -> None:
+    fixed = fixed_once()
+    removed = next(
+        ln[1:].strip()
+        for ln in candidate_diff(fixed.rounds[0].candidate, fixed.rounds[1].candidate).splitlines()
+        if ln.startswith("-") and not ln.startswith("---") and ln[1:].strip()
+    )
+    llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(fix=f"Do not call `{removed}` as is.")]})
+    outcome = Retrospective(llm).analyse(fixed)
+    assert outcome.fallbacks == () and outcome.drafts[0].fix.startswith("Do not call")
