@@ -12,7 +12,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from agent.errors import BackendError, ModelCrashedError, ModelFileError
+from agent.errors import BackendError, ConfigurationError, ModelCrashedError, ModelFileError
 from agent.llm import LLM, Message, resolve_llm
 from agent.llm.local import LocalLLM, default_threads, grammar_schema
 from agent.settings import Settings
@@ -67,6 +67,30 @@ def test_the_call_after_a_crash_starts_a_fresh_worker(tmp_path: Path) -> None:
         llm.complete(HI)
     answer = llm.complete([Message(role="user", content="again")])
     assert answer.text == "echo: again" and answer.usage.completion_tokens == 2
+    llm.close()
+
+
+def test_a_garbled_reply_is_an_error_and_the_next_call_restarts(tmp_path: Path) -> None:
+    llm = LocalLLM(tmp_path / "m.gguf", worker=fake("garbled", tmp_path))
+    with pytest.raises(BackendError, match="the model worker wrote"):
+        llm.complete(HI)
+    assert llm.complete(HI).text == "echo: hi"
+    llm.close()
+
+
+def test_missing_llama_cpp_is_a_configuration_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="cannot be imported"):
+        LocalLLM(tmp_path / "m.gguf", worker=fake("import-error", tmp_path)).complete(HI)
+
+
+def test_a_schema_without_grammar_falls_back_to_the_prompt(tmp_path: Path) -> None:
+    class A(BaseModel):
+        a: int
+
+    llm = LocalLLM(tmp_path / "m.gguf", worker=fake("no-grammar", tmp_path))
+    answer = llm.complete(HI, schema=A)
+    assert answer.parsed == A(a=1)
+    assert llm.complete(HI, schema=A).parsed == A(a=1)  # remembered: no second refusal
     llm.close()
 
 

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from agent.errors import BackendError, ModelCrashedError, ModelFileError
+from agent.errors import BackendError, ConfigurationError, ModelCrashedError, ModelFileError
 from agent.llm.base import Completion, M, Message, Usage
 from agent.llm.structured import complete_structured, model_schema, with_schema_instruction
 
@@ -88,7 +88,7 @@ class LocalLLM:
         self._repeat_penalty = repeat_penalty
         self._worker = tuple(worker)
         self._child: _Child | None = None
-        self._grammars: dict[type[BaseModel], str | None] = {}
+        self._no_grammar: set[type[BaseModel]] = set()
         self._lock = threading.RLock()
         self.load_seconds: float | None = None
 
@@ -155,35 +155,25 @@ class LocalLLM:
             result: Completion[M] = self._create(messages, options, None)
             return result
 
-        grammar = self._grammar(schema)
-        if grammar is None:
-            # Unconstrained: the prompt has to carry the shape; repair catches the rest.
-            messages = with_schema_instruction(messages, schema)
-
         def call(turns: Sequence[Message]) -> Completion[Any]:
-            return self._create(turns, options, grammar)
+            return self._create(turns, options, self._schema_text(schema))
 
-        return complete_structured(call, messages, schema)
+        try:
+            return complete_structured(call, messages, schema)
+        except _NoGrammar as exc:
+            # Unconstrained: the prompt has to carry the shape; repair catches the rest.
+            _log.warning("no grammar for %s (%s); output is unconstrained", schema, exc)
+            self._no_grammar.add(schema)
+            return complete_structured(call, with_schema_instruction(messages, schema), schema)
 
-    def _grammar(self, schema: type[BaseModel]) -> str | None:
-        """The GBNF grammar text for `schema`, cached; None when llama_cpp cannot convert it."""
-        with self._lock:
-            if schema not in self._grammars:
-                from llama_cpp.llama_grammar import json_schema_to_gbnf
-
-                try:
-                    self._grammars[schema] = json_schema_to_gbnf(
-                        json.dumps(grammar_schema(model_schema(schema)))
-                    )
-                except (ValueError, KeyError, TypeError, AssertionError, RecursionError) as exc:
-                    # The converter signals unsupported schemas with asserts and plain errors.
-                    # Fall back to the prompt + validation + repair path, not a failed call.
-                    _log.warning("no grammar for %s (%s); output is unconstrained", schema, exc)
-                    self._grammars[schema] = None
-            return self._grammars[schema]
+    def _schema_text(self, schema: type[BaseModel]) -> str | None:
+        """The JSON schema the worker turns into a grammar; None once it could not."""
+        if schema in self._no_grammar:
+            return None
+        return json.dumps(grammar_schema(model_schema(schema)))
 
     def _create(
-        self, messages: Sequence[Message], options: dict[str, Any], grammar: str | None
+        self, messages: Sequence[Message], options: dict[str, Any], schema: str | None
     ) -> Completion[Any]:
         with self._lock:
             self.load()
@@ -194,13 +184,18 @@ class LocalLLM:
             request = {
                 "messages": [{"role": m.role, "content": m.content} for m in messages],
                 "options": {**options, "repeat_penalty": self._repeat_penalty},
-                "grammar": grammar,
+                "schema": schema,
             }
             try:
                 reply = self._child.ask(request)
-            except ModelCrashedError:
-                self._child = None  # the next call starts a fresh worker
+            except BaseException:
+                # Crashed, garbled or interrupted: its state is unknown; the next call
+                # starts a fresh worker.
+                self._child.stop()
+                self._child = None
                 raise
+        if reply.get("error") == "grammar":
+            raise _NoGrammar(str(reply.get("message", "")))
         if "error" in reply:
             # e.g. "Requested tokens (5000) exceed context window of 4096"
             raise BackendError(f"{self.model_id}: {reply.get('message', reply['error'])}")
@@ -211,6 +206,10 @@ class LocalLLM:
             calls=1,
         )
         return Completion(text=str(reply.get("text", "")), usage=usage, model=self.model_id)
+
+
+class _NoGrammar(Exception):
+    """The worker could not turn a JSON schema into a grammar (internal: triggers fallback)."""
 
 
 class _Child:
@@ -245,6 +244,12 @@ class _Child:
             raise BackendError(f"{model}: cannot start the model worker {argv[0]}: {exc}") from exc
         child = cls(process, stderr, model, path)
         hello = child._read("loading the model")
+        if hello.get("error") == "import":
+            child.stop()
+            raise ConfigurationError(
+                f"{model}: llama-cpp-python cannot be imported ({hello.get('message', '')}); "
+                "install it with `bash scripts/install.sh`"
+            )
         if hello.get("error") == "load":
             child.stop()
             raise ModelFileError(f"llama.cpp cannot load {path}: {hello.get('message', '')}")

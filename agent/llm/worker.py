@@ -9,9 +9,15 @@ it as a clear error.
 Protocol: one JSON object per line. The child's real stdout is kept for the protocol and
 fd 1 is pointed at stderr, so nothing native code prints can corrupt a reply.
 
-    child  -> {"ready": true, "load_seconds": 0.8}   or {"error": "load", "message": ...}
-    parent -> {"messages": [...], "options": {...}, "grammar": "<GBNF>" | null}
-    child  -> {"text": ..., "usage": {...}}            or {"error": "request", "message": ...}
+    child  -> {"ready": true, "load_seconds": 0.8}
+              or {"error": "load" | "import", "message": ...}
+    parent -> {"messages": [...], "options": {...}, "schema": "<JSON schema>" | null}
+    child  -> {"text": ..., "usage": {...}}
+              or {"error": "grammar" | "request", "message": ...}
+
+The JSON schema becomes a grammar here, not in the parent, so the parent never loads the
+native library at all. A request that fails with a Python exception is answered with an
+error; only a real crash ends the process.
 
 The child exits when its stdin closes (the parent ended, whatever the reason), and ignores
 SIGINT: Ctrl-C belongs to the parent, which then stops the child itself.
@@ -49,7 +55,10 @@ def serve(args: argparse.Namespace) -> int:
     try:
         from llama_cpp import Llama
         from llama_cpp.llama_grammar import LlamaGrammar
-
+    except ImportError as exc:
+        _send(out, {"error": "import", "message": f"{type(exc).__name__}: {exc}"})
+        return 2
+    try:
         llama = Llama(
             model_path=args.model,
             n_ctx=args.n_ctx,
@@ -57,8 +66,7 @@ def serve(args: argparse.Namespace) -> int:
             n_threads_batch=args.threads,
             verbose=False,
         )
-    except (ValueError, OSError, ImportError) as exc:
-        # llama-cpp-python's "Failed to load model from file", or no llama_cpp at all.
+    except (ValueError, OSError) as exc:  # llama-cpp-python's "Failed to load model from file"
         _send(out, {"error": "load", "message": f"{type(exc).__name__}: {exc}"})
         return 2
     _send(out, {"ready": True, "load_seconds": time.perf_counter() - started})
@@ -67,20 +75,23 @@ def serve(args: argparse.Namespace) -> int:
     for line in sys.stdin:
         if not line.strip():
             continue
-        request = json.loads(line)
         try:
-            grammar = None
-            if request.get("grammar"):
-                text = request["grammar"]
-                if text not in grammars:
-                    grammars[text] = LlamaGrammar.from_string(text, verbose=False)
-                grammar = grammars[text]
+            request = json.loads(line)
+            schema = request.get("schema")
+            if schema and schema not in grammars:
+                try:
+                    grammars[schema] = LlamaGrammar.from_json_schema(schema, verbose=False)
+                except Exception as exc:  # the converter raises all sorts
+                    _send(out, {"error": "grammar", "message": f"{type(exc).__name__}: {exc}"})
+                    continue
             response: Any = llama.create_chat_completion(
-                messages=request["messages"], grammar=grammar, **request["options"]
+                messages=request["messages"],
+                grammar=grammars[schema] if schema else None,
+                **request["options"],
             )
-        except ValueError as exc:
-            # e.g. "Requested tokens (5000) exceed context window of 4096", a bad grammar.
-            _send(out, {"error": "request", "message": str(exc)})
+        except Exception as exc:  # reported to the parent, which raises it
+            # e.g. "Requested tokens (5000) exceed context window of 4096", a decode failure.
+            _send(out, {"error": "request", "message": f"{type(exc).__name__}: {exc}"})
             continue
         _send(
             out,
