@@ -17,7 +17,7 @@ failure, the candidate's file and line, and the one message that matters. Decisi
 8. killed by another signal                    -> runtime_error
 9. non-zero exit without a traceback           -> check_failed, with the key output lines
 
-A check may report partial credit with a line `LESSONLOOP_SCORE 7/9` (the last one counts):
+A check may report partial credit with a stdout line `LESSONLOOP_SCORE 7/9` (the last counts):
 it becomes `Feedback.credit` (0..1; 1 on success), which ranks failing candidates. The
 line is not shown to the model as a message. It ranks, it never passes anything: a
 candidate that prints such a line itself gains at most a better rank among failures.
@@ -96,11 +96,14 @@ class _PyError:
 def classify(result: ExecResult, *, log_path: Path | None = None) -> Feedback:
     """Turn an execution result into Feedback (stage "execution"); see the module docstring."""
     feedback = _classify(result, log_path)
-    credit = 1.0 if feedback.passed else partial_credit(result.stdout + "\n" + result.stderr)
+    # stdout only: the checker prints there, last; a line on stderr would outrank it.
+    credit = 1.0 if feedback.passed else partial_credit(result.stdout)
     return feedback.model_copy(update={"credit": credit}) if credit is not None else feedback
 
 
-_SCORE = re.compile(r"^LESSONLOOP_SCORE\s+(\d+(?:\.\d+)?)\s*/\s*(\d+(?:\.\d+)?)\s*$", re.M)
+_SCORE = re.compile(
+    r"^LESSONLOOP_SCORE[ \t]+(\d+(?:\.\d+)?)[ \t]*/[ \t]*(\d+(?:\.\d+)?)[ \t]*$", re.M
+)
 
 
 def partial_credit(output: str) -> float | None:

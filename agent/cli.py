@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -23,9 +24,9 @@ from agent.settings import Settings
 from memory import LessonMemoryError
 from retrospectives.cli import retro_app
 
-# What a user can act on: our own errors and the memory's. Anything else is a bug and keeps
-# its traceback.
-USER_ERRORS = (LessonloopError, LessonMemoryError)
+# What a user can act on: our own errors, the memory's, and a bad LESSONLOOP_* value
+# (pydantic's ValidationError from Settings). Anything else is a bug and keeps its traceback.
+USER_ERRORS = (LessonloopError, LessonMemoryError, ValidationError)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 err = Console(stderr=True, soft_wrap=True)
@@ -155,12 +156,13 @@ def demo(
         err.rule(f"{label}: {task_dir.name}")
 
     try:
-        settings = Settings.from_env(model=model, memory=memory)
+        settings = Settings.from_env(model=model)
         report = run_demo(
             settings,
             tasks=(tasks[0], tasks[1]) if tasks else None,
             observer=_progress,
             on_step=on_step,
+            memory=memory,
         )
     except USER_ERRORS as exc:
         err.print(Text("error: ", style="red") + Text(str(exc)))
@@ -233,7 +235,7 @@ def doctor(
 
     try:
         settings = Settings.from_env(model=model, memory=memory)
-    except ValueError as exc:  # pydantic's ValidationError: a bad LESSONLOOP_* value
+    except ValidationError as exc:
         err.print(Text("error: ", style="red") + Text(str(exc)))
         raise typer.Exit(2) from exc
 

@@ -28,6 +28,7 @@ from agent.llm.resolve import resolve_llm
 from agent.loop import Observer
 from agent.session import SessionResult, open_memory, run_task
 from agent.settings import Settings
+from agent.task import load_task
 from memory.types import Lesson
 
 # The default pair: one trap family, two tasks with different data and goals.
@@ -72,8 +73,13 @@ class DemoReport(BaseModel):
                 "task A was not solved, so no fix was verified and no lesson was stored: "
                 "nothing to learn from this run"
             )
-        if not first.lessons_stored:
+        if not first.lessons_stored and len(first.result.run.rounds) == 1:
             return "task A passed in round 1: there was no mistake to learn from"
+        if not first.lessons_stored:
+            return (
+                "task A passed after a failure, but the change that fixed it gave no lesson "
+                "(no code change, or a failure that is not evidence of a defect)"
+            )
         if not self.learned:
             return "a lesson was stored, but task B did not recall it"
         a, b = self.steps[1].result.run, self.steps[2].result.run
@@ -88,8 +94,11 @@ StepHook = Callable[[str, Path, bool], None]
 
 
 def demo_tasks(tasks: tuple[Path, Path] | None) -> tuple[Path, Path]:
-    """The two task directories: given, or the default pair from examples/traps."""
+    """The two task directories (given, or the default pair from examples/traps), each
+    loaded once here so a typo fails before minutes of task A, not after."""
     if tasks is not None:
+        for task_dir in tasks:
+            load_task(task_dir)
         return tasks
     found = tuple(EXAMPLES / name for name in DEFAULT_TASKS)
     missing = [str(p) for p in found if not (p / "task.toml").is_file()]
@@ -108,16 +117,22 @@ def run_demo(
     llm: LLM | None = None,
     observer: Observer | None = None,
     on_step: StepHook | None = None,
+    memory: str | None = None,
 ) -> DemoReport:
-    """Run the three steps on a fresh memory: `settings.memory` if given, else the demo's own
-    store under `settings.home / "demo"`, emptied first and kept afterwards for inspection."""
+    """Run the three steps on a fresh memory: `memory` if given, else the demo's own store
+    under `settings.home / "demo"`, emptied first and kept afterwards for inspection.
+
+    `settings.memory` (e.g. LESSONLOOP_MEMORY, the assistant's real store) is never used:
+    the demo must not mix its lessons into a memory someone relies on.
+    """
     first, second = demo_tasks(tasks)
     model = llm or resolve_llm(settings.model, settings)
-    if settings.memory is None:
+    if memory is None:
         own = settings.home / "demo"
         shutil.rmtree(own, ignore_errors=True)
-        settings = settings.model_copy(update={"memory": str(own / "memory")})
-    location = str(settings.memory)
+        memory = str(own / "memory")
+    settings = settings.model_copy(update={"memory": memory})
+    location = memory
     store = open_memory(settings)
     try:
         plan = (

@@ -88,3 +88,20 @@ def test_demo_says_plainly_when_nothing_was_learned(tmp_path: Path) -> None:
     assert "task A was not solved" in proc.stdout and "no lesson was stored" in proc.stdout
     # ...and it does not spend two more runs comparing nothing with nothing.
     assert "task B" not in proc.stderr
+
+
+def test_demo_never_writes_into_the_configured_memory(tmp_path: Path) -> None:
+    real = tmp_path / "assistant-memory"
+    naive_a = with_naive_helpers(reference("currency_01_invoices"))[1]
+    replies = {GEN: [code(naive_a)], REFINE: [fix(naive_a + "\n# v2\n")]}
+    proc = demo(
+        tmp_path, replies, LESSONLOOP_POOL_SIZE="1", LESSONLOOP_MAX_ROUNDS="2",
+        LESSONLOOP_MEMORY=str(real),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert not real.exists()
+
+
+def test_a_missing_task_b_fails_before_task_a_runs(tmp_path: Path) -> None:
+    proc = demo(tmp_path, [], str(TRAPS / "currency_01_invoices"), str(tmp_path / "nope"))
+    assert proc.returncode == 2 and "error:" in proc.stderr and "task A" not in proc.stderr
