@@ -202,7 +202,7 @@ def _print_demo(report: DemoReport) -> None:
     if len(report.steps) > 1:
         recalled = ", ".join(lesson.id for lesson in report.steps[1].lessons_recalled) or "none"
         out.print(Text(f"recalled at the start of task B: {recalled}", style="magenta"))
-    table = Table(title="task B with and without what task A taught")
+    table = Table(title="the demo's runs")
     for col in ("run", "passed", "rounds", "candidates", "tokens", "seconds"):
         table.add_column(col)
     for step in report.steps:
