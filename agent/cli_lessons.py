@@ -29,7 +29,7 @@ from agent.cli_memory import (
     status_text,
     when,
 )
-from memory import curate, export
+from memory import curate, export, seed
 from memory.lift import LessonLift, lesson_lift
 from memory.types import Lesson, LessonFilter, LessonQuery, LessonSort, LessonUse, Page
 
@@ -242,26 +242,57 @@ def import_cmd(
     replace: Annotated[
         bool, typer.Option("--replace", help="Overwrite lessons whose id is already stored.")
     ] = False,
+    scope: Annotated[
+        str, typer.Option("--scope", help="Scope of seed records that name none.")
+    ] = "default",
     as_json: JsonOption = False,
 ) -> None:
-    """Import a JSONL export. Exits 1 if any line was bad (the good ones are imported)."""
+    """Import lessons: an export (restored exactly) or plain records (seeded: redaction, dedup).
+
+    A file whose first line is the export header is a restore; any other JSONL file holds
+    seed records {error_type, symptom, root_cause, fix, applies_when?, scope?, status?}.
+    Exits 1 if any line was bad (the good ones are imported).
+    """
     try:
         with file.open(encoding="utf-8") as lines:
-            total = sum(1 for line in lines if line.strip()) - 1  # minus the header
+            nonblank = [line for line in lines if line.strip()]
+        restore = bool(nonblank) and export.is_header(nonblank[0])
         with (
             open_store(ctx) as memory,
             file.open(encoding="utf-8") as lines,
-            progress_bar("importing", max(total, 0), enabled=not as_json) as tick,
+            progress_bar("importing", max(len(nonblank) - restore, 0), enabled=not as_json) as tick,
         ):
-            report = export.import_lessons(memory, lines, replace=replace, progress=tick)
+            if restore or replace:
+                report = export.import_lessons(memory, lines, replace=replace, progress=tick)
+            else:
+                seeded = seed.seed_lessons(memory, lines, scope=scope, progress=tick)
     except UnicodeDecodeError as exc:
         fail(f"{file} is not UTF-8 text: {exc}", 1)
+    if not (restore or replace):
+        _print_seed(seeded, as_json)
+        if not seeded.ok:
+            raise typer.Exit(1)
+        return
     if as_json:
         print_json(report.model_dump(mode="json"))
     else:
         _print_import(report)
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _print_seed(report: seed.SeedReport, as_json: bool) -> None:
+    if as_json:
+        print_json(report.model_dump(mode="json"))
+        return
+    out.print(
+        f"seeded {report.count('created'):,} new lessons, "
+        f"{report.count('merged_duplicate'):,} folded into stored ones, "
+        f"{report.count('rejected_recall_loop'):,} refused, bad lines {report.count('error'):,}"
+    )
+    for line in report.lines:
+        if line.action == "error":
+            out.print(Text(f"line {line.line}: ", style="red") + Text(line.message))
 
 
 def _print_import(report: export.ImportReport) -> None:

@@ -233,6 +233,15 @@ class _Import:
     links: set[str] = field(default_factory=set)
 
 
+def is_header(text: str) -> bool:
+    """Does this line claim to be an export header (right or wrong version)?"""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(data, dict) and data.get("format") == FORMAT
+
+
 def _check_header(number: int, text: str) -> None:
     try:
         data = json.loads(text)

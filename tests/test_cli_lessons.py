@@ -310,3 +310,49 @@ def test_memory_check_repair_and_reindex(store: Path) -> None:
     }  # fmt: skip
     assert as_json(store, "memory", "reindex") == {"indexed": 7}
     assert "clean" in cli(store, "memory", "check").stdout
+
+
+def test_plain_records_seed_a_store_through_the_write_path(store: Path, tmp_path: Path) -> None:
+    records = [
+        {  # the stored CURRENCY lesson again, in other words: folded, not duplicated
+            "error_type": "runtime_error",
+            "symptom": "ValueError: could not convert string to float: '$1,200'",
+            "root_cause": "Prices carry a currency symbol and a thousands separator",
+            "fix": "Strip the currency symbol and ',' before float()",
+        },
+        {
+            "error_type": "KeyError",
+            "symptom": "KeyError: 'Total' after reading an Excel export",
+            "root_cause": "Header cells carry trailing spaces",
+            "fix": "Strip header names; the API key sk-live-0123456789abcdef0123 is not a fix",
+            "applies_when": "spreadsheet exports",
+            "scope": "proj",
+            "status": "validated",
+        },
+        {"error_type": "x", "symptom": "s", "root_cause": "r"},  # no fix
+        {"error_type": "x", "symptom": "s", "root_cause": "r", "fix": "f", "id": "les_1"},
+    ]
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text("\n".join(json.dumps(r) for r in records) + "\n\nnot json\n")
+    report = as_json(store, "lessons", "import", str(seeds), code=1)
+    assert isinstance(report, dict)
+    actions = [(line["line"], line["action"]) for line in report["lines"]]
+    assert actions == [
+        (1, "merged_duplicate"), (2, "created"), (3, "error"), (4, "error"), (6, "error"),
+    ]  # fmt: skip
+    assert report["lines"][0]["lesson_id"] == CURRENCY
+    assert "fix" in report["lines"][2]["message"] and "id" in report["lines"][3]["message"]
+    created = as_json(store, "lessons", "show", report["lines"][1]["lesson_id"])
+    assert isinstance(created, dict)
+    lesson = created.get("lesson", created)
+    assert lesson["scope"] == "proj" and lesson["status"] == "validated"
+    assert "sk-live-0123456789abcdef0123" not in lesson["fix"]  # redacted like every write
+
+
+def test_an_export_is_never_seeded(store: Path, tmp_path: Path) -> None:
+    # A restore keeps ids and counters exactly; the same lines without the header are refused.
+    lines = seed_lines()
+    headless = tmp_path / "headless.jsonl"
+    headless.write_text(lines[1] + "\n")
+    report = as_json(store, "lessons", "import", str(headless), code=1)
+    assert isinstance(report, dict) and report["lines"][0]["action"] == "error"
