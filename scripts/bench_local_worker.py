@@ -1,7 +1,7 @@
 """What running the local model in a worker process costs, and how fast this llama.cpp build is.
 
     python scripts/bench_local_worker.py [--model local:qwen2.5-coder-1.5b] [--calls 5]
-        [--tokens 64] [--out benchmarks/local_worker.json]
+        [--tokens 64] [--out bench-results/local_worker.json]
 
 Both paths get the same prompts at temperature 0 with the same model file and threads:
   in-process  llama_cpp.Llama.create_chat_completion called directly (what lessonloop did)
@@ -46,7 +46,7 @@ def main() -> int:
     p.add_argument("--calls", type=int, default=5)
     p.add_argument("--tokens", type=int, default=64)
     p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "local_worker.json")
+    p.add_argument("--out", type=Path, default=REPO / "bench-results" / "local_worker.json")
     args = p.parse_args()
     console = Console()
     settings = Settings.from_env()
