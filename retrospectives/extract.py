@@ -148,7 +148,12 @@ class Retrospective:
                 fallbacks.append(marker)
             drafts.append(self._draft(result, step, found, marker, injected_ids))
         summary = summarise(result, steps, advice)
-        if summary is not None and summary.rounds >= self.config.process_min_rounds:
+        # A process lesson is advice too: only when what cost the run most was verified.
+        if (
+            summary is not None
+            and summary.costliest_verified
+            and summary.rounds >= self.config.process_min_rounds
+        ):
             drafts.append(
                 process_draft(
                     summary, injected=injected_ids, excerpt_chars=self.config.excerpt_chars

@@ -57,6 +57,8 @@ class RunSummary(BaseModel):
     costs: tuple[FailureCost, ...]  # most expensive first
     costliest: str
     costliest_cause: str = ""
+    # The costliest failure was fixed and verified in this run (its advice is known).
+    costliest_verified: bool = False
     what_worked: str
     first_next_time: str
 
@@ -91,7 +93,10 @@ def summarise(
         f"{top.identity} ({len(top.rounds)} of {len(result.rounds)} rounds, {top.tokens} tokens)"
     )
     if top_advice is not None:
-        first = f"when {top_advice.applies_when.rstrip('.')}: {top_advice.fix}"
+        # The model's applies_when often starts with "When ...": not "when When ...".
+        scene = top_advice.applies_when.rstrip(".")
+        scene = scene[5:] if scene.lower().startswith("when ") else scene
+        first = f"when {scene}: {top_advice.fix}"
     else:
         first = f"check for {top.identity} before the first attempt"
     return RunSummary(
@@ -104,6 +109,7 @@ def summarise(
         costs=costs,
         costliest=costliest,
         costliest_cause=top_advice.root_cause if top_advice is not None else "",
+        costliest_verified=top_advice is not None,
         what_worked=_what_worked(result, steps),
         first_next_time=first,
     )

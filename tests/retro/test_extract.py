@@ -249,3 +249,20 @@ def test_quoting_the_replaced_code_is_no_contradiction() -> None:
     llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(fix=f"Do not call `{removed}` as is.")]})
     outcome = Retrospective(llm).analyse(fixed)
     assert outcome.fallbacks == () and outcome.drafts[0].fix.startswith("Do not call")
+
+
+def test_process_lesson_only_when_the_costliest_failure_was_verified() -> None:
+    # Rounds 1-3 crash the same way, round 4 passes with a code change: verified, costliest.
+    crash2, crash3 = CRASH + "\nx = 2", CRASH + "\nx = 3"
+    verified_run = run(
+        record(1, candidate(CRASH), VALUE_ERROR),
+        record(2, candidate(crash2), VALUE_ERROR),
+        record(3, candidate(crash3), VALUE_ERROR),
+        record(4, candidate(GOOD, "strip '$'"), OK),
+    )
+    when = analysis(applies_when="When amounts come from a CSV export.")
+    outcome = Retrospective(ScriptedLLM.by_system({LESSON_SYS: [when]})).analyse(verified_run)
+    process = outcome.drafts[-1]
+    assert process.error_type == PROCESS_ERROR_TYPE
+    assert process.fix.startswith("when amounts come from a CSV export:")  # not "when When"
+    assert "verified change:" in process.fix
