@@ -450,6 +450,7 @@ class _Run:
             assert self.task.check is not None
             result = self.agent.sandbox.run(
                 self.task.check,
+                program=self.task.run,
                 files=candidate.files,
                 workspace=self.task.workspace,
                 task_dir=self.task.task_dir,

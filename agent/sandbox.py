@@ -29,11 +29,17 @@ Isolated (verified by tests/test_sandbox.py):
   process count (counted per user: every process of the sandbox user on the machine counts),
   no core files; a wall-clock timeout.
 
+- the checker's answers: with a `program` (the task's `run`), the candidate's program runs
+  first without `/task`; the checker runs after it, in a new container with `/task`, the
+  workspace read-only, its own `/tmp`, HOME there and no user site-packages, so nothing
+  the program planted (a `json.py`, a `usercustomize.py`, a process left behind) runs in
+  it (tests/test_cheating.py).
+
 Not isolated: the kernel (no seccomp filter), total disk use (only each file's size is
-capped), the CPU share while the command runs, `/proc` views of system-wide data, and the
-task directory: the candidate can read `$TASK_DIR`, including the checker's expected answers,
-because the checker runs in the same sandbox. A run that hits a limit is reported, never
-raised; only a broken sandbox raises `SandboxError`.
+capped), the CPU share while the command runs, `/proc` views of system-wide data, and a
+task without `run`: its one check command (e.g. a checker that imports the candidate, as
+HumanEval's does) runs candidate code in the same container as `/task`. A run that hits a
+limit is reported, never raised; only a broken sandbox raises `SandboxError`.
 
 Limits are applied with `prlimit` inside the container rather than `setrlimit` in a
 `preexec_fn`: `preexec_fn` may deadlock in a process that has threads (torch, chromadb).
@@ -75,6 +81,8 @@ _ETC_ALLOWLIST = (
     "passwd", "protocols", "python3", "python3.11", "services", "ssl", "timezone",
 )  # fmt: skip
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# One phase of a run: its result and the full captures the log is written from.
+_Phase = tuple["ExecResult", Capture, Capture]
 _EXIT_CODE = re.compile(rb'"exit-code"\s*:\s*(-?\d+)')
 
 
@@ -143,15 +151,22 @@ class Sandbox:
         task_dir: Path | None,
         timeout_s: float,
         log_path: Path | None = None,
+        program: str | None = None,
     ) -> ExecResult:
         """Run `bash -c command` on a fresh copy of `workspace` plus `files`.
+
+        With `program`, two phases share the workspace: first `program` (the candidate's
+        own run) without the task directory, so nothing it runs can read or rewrite what
+        the checker compares against; then, only if it exited 0 within the time limit,
+        `command` (the checker) with the task directory and the workspace read-only. The
+        result is the failing phase's, or both outputs with the checker's verdict.
 
         `files` maps workspace-relative paths to text (the model's output). A path that is
         absolute, contains `..`, or leads out of the workspace through a symlink raises
         UnsafePathError before anything is written. A missing `workspace` or `task_dir`
         raises ConfigurationError; a broken sandbox raises SandboxError. Everything the
         command does, including crashes, limits and timeouts, is reported in the ExecResult.
-        When `log_path` is given the log (up to about 1 MB) is written there.
+        When `log_path` is given the log (up to about 1 MB per phase) is written there.
         """
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
@@ -163,11 +178,22 @@ class Sandbox:
         try:
             self._prepare(run_dir, workspace, task_dir, targets)
             has_task = task_dir is not None
-            env = _sandbox_env(task_dir_set=has_task)
-            result = self._execute(command, run_dir, has_task, env, timeout_s)
+            phases: list[_Phase] = []
+            if program is not None:
+                env = _sandbox_env(task_dir_set=False)
+                phases.append(self._execute(program, run_dir, False, env, timeout_s))
+            first = phases[0][0] if phases else None
+            if first is None or (first.exit_code == 0 and not first.timed_out):
+                left = timeout_s - (first.duration_s if first else 0.0)
+                env = _sandbox_env(task_dir_set=has_task, judging=first is not None)
+                phases.append(
+                    self._execute(
+                        command, run_dir, has_task, env, max(left, 1.0), judging=first is not None
+                    )
+                )
             if log_path is not None:
-                _write_log(log_path, *result)
-            return result[0]
+                _write_log(log_path, phases)
+            return _combined([phase[0] for phase in phases])
         finally:
             if not self.keep_workspaces:
                 _remove_tree(run_dir)
@@ -179,13 +205,14 @@ class Sandbox:
         task_dir: Path | None,
         targets: Mapping[str, str],
     ) -> None:
-        ws, tmp = run_dir / "workspace", run_dir / "tmp"
+        ws, tmp, judge_tmp = run_dir / "workspace", run_dir / "tmp", run_dir / "tmp-judge"
         if workspace is not None:
             # Symlinks stay symlinks: we never copy a file from wherever a link points.
             shutil.copytree(workspace, ws, symlinks=True)
         else:
             ws.mkdir()
         tmp.mkdir()
+        judge_tmp.mkdir()
         if task_dir is not None:
             # A copy, not a bind mount: the task directory may sit under a private parent or
             # be private itself (pytest's tmp dirs are 0700), and `nobody` must read it.
@@ -196,10 +223,12 @@ class Sandbox:
             _write_inside(ws, rel, text)
         if self._drop_to is not None:
             uid, gid = self._drop_to
-            for root in (ws, tmp):
+            for root in (ws, tmp, judge_tmp):
                 _chown_tree(root, uid, gid)
 
-    def _argv(self, command: str, run_dir: Path, has_task: bool, status_fd: int) -> list[str]:
+    def _argv(
+        self, command: str, run_dir: Path, has_task: bool, status_fd: int, judging: bool
+    ) -> list[str]:
         lim = self.limits
         argv = [self._bwrap, "--die-with-parent", "--new-session", "--unshare-pid"]
         argv += ["--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
@@ -210,8 +239,11 @@ class Sandbox:
         argv += _system_binds(lim.network)
         argv += ["--proc", "/proc", "--dev", "/dev"]
         argv += ["--perms", "1777", "--size", str(lim.file_size_mb << 20), "--tmpfs", "/dev/shm"]
-        argv += ["--bind", str(run_dir / "tmp"), "/tmp"]
-        argv += ["--bind", str(run_dir / "workspace"), str(SANDBOX_WORKSPACE)]
+        # The checker gets a /tmp of its own: nothing the program left there is read as ours.
+        argv += ["--bind", str(run_dir / ("tmp-judge" if judging else "tmp")), "/tmp"]
+        # The checker's phase judges what the program left; it does not change it.
+        workspace_bind = "--ro-bind" if judging else "--bind"
+        argv += [workspace_bind, str(run_dir / "workspace"), str(SANDBOX_WORKSPACE)]
         if has_task:
             argv += ["--ro-bind", str(run_dir / "task"), str(SANDBOX_TASK_DIR)]
         argv += _interpreter_binds()
@@ -233,13 +265,16 @@ class Sandbox:
         has_task: bool,
         env: dict[str, str],
         timeout_s: float,
-    ) -> tuple[ExecResult, Capture, Capture]:
+        *,
+        judging: bool = False,
+    ) -> _Phase:
         capacity = max(LOG_STREAM_BYTES, self.limits.output_bytes)
         out, err, status = Capture(capacity), Capture(capacity), Capture(4096)
         status_r, status_w = os.pipe()
         start = time.monotonic()
         try:
-            proc = _spawn(self._argv(command, run_dir, has_task, status_w), env, status_w)
+            argv = self._argv(command, run_dir, has_task, status_w, judging)
+            proc = _spawn(argv, env, status_w)
         finally:
             os.close(status_w)
         with os.fdopen(status_r, "rb") as status_pipe, proc:
@@ -357,8 +392,13 @@ def _interpreter_binds() -> list[str]:
     return args
 
 
-def _sandbox_env(*, task_dir_set: bool) -> dict[str, str]:
-    """The complete environment of the command: an allowlist, nothing inherited."""
+def _sandbox_env(*, task_dir_set: bool, judging: bool = False) -> dict[str, str]:
+    """The complete environment of the command: an allowlist, nothing inherited.
+
+    The checker's phase (`judging`) gets HOME in its own /tmp and no user site-packages:
+    the workspace is the program's, and a `.local/lib/python3.X/site-packages/
+    usercustomize.py` planted there would otherwise run inside the checker.
+    """
     python_bin = os.path.dirname(sys.executable)
     env = {
         "PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin",
@@ -372,6 +412,9 @@ def _sandbox_env(*, task_dir_set: bool) -> dict[str, str]:
     }
     if task_dir_set:
         env["TASK_DIR"] = str(SANDBOX_TASK_DIR)
+    if judging:
+        env["HOME"] = "/tmp"
+        env["PYTHONNOUSERSITE"] = "1"
     return env
 
 
@@ -401,19 +444,35 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def _write_log(path: Path, result: ExecResult, out: Capture, err: Capture) -> None:
-    stdout, _ = out.render(LOG_STREAM_BYTES)
-    stderr, _ = err.render(LOG_STREAM_BYTES)
-    header = (
-        f"$ {result.command}\n"
-        f"exit_code={result.exit_code} signal={result.signal} timed_out={result.timed_out} "
-        f"duration_s={result.duration_s}\n"
-    )
+def _write_log(path: Path, phases: list[_Phase]) -> None:
+    blocks = []
+    for result, out, err in phases:
+        stdout, _ = out.render(LOG_STREAM_BYTES)
+        stderr, _ = err.render(LOG_STREAM_BYTES)
+        blocks.append(
+            f"$ {result.command}\n"
+            f"exit_code={result.exit_code} signal={result.signal} timed_out={result.timed_out} "
+            f"duration_s={result.duration_s}\n"
+            f"--- stdout ({out.total} bytes) ---\n{stdout}\n"
+            f"--- stderr ({err.total} bytes) ---\n{stderr}\n"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        f"{header}--- stdout ({out.total} bytes) ---\n{stdout}\n"
-        f"--- stderr ({err.total} bytes) ---\n{stderr}\n",
-        encoding="utf-8",
+    path.write_text("".join(blocks), encoding="utf-8")
+
+
+def _combined(results: list[ExecResult]) -> ExecResult:
+    """One result for the run: the last phase's verdict, every phase's output in order."""
+    last = results[-1]
+    if len(results) == 1:
+        return last
+    return last.model_copy(
+        update={
+            "command": " ; then ".join(r.command for r in results),
+            "stdout": "".join(r.stdout for r in results),
+            "stderr": "".join(r.stderr for r in results),
+            "duration_s": round(sum(r.duration_s for r in results), 3),
+            "truncated": any(r.truncated for r in results),
+        }
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agent.errors import TaskFormatError
 
@@ -18,6 +18,9 @@ class Task(BaseModel):
     id: str
     goal: str
     output: tuple[str, ...] = ()
+    # The candidate's own run (e.g. "python solution.py"), without the task directory;
+    # then `check`, the checker, with it. Without `run`, `check` does both in one process.
+    run: str | None = None
     check: str | None = None
     timeout_s: float = Field(default=60.0, gt=0)
     tags: tuple[str, ...] = ()
@@ -34,6 +37,12 @@ class Task(BaseModel):
             if not name or Path(name).is_absolute() or ".." in parts:
                 raise ValueError(f"output {name!r} must be a relative path inside the workspace")
         return output
+
+    @model_validator(mode="after")
+    def _run_needs_a_check(self) -> Task:
+        if self.run is not None and self.check is None:
+            raise ValueError("run needs a check: the checker that judges what the run wrote")
+        return self
 
     @property
     def workspace(self) -> Path | None:
@@ -79,7 +88,7 @@ def preview_bytes(raw: bytes, *, cut: bool = False) -> str:
     return note + visible
 
 
-_ALLOWED_KEYS = {"goal", "output", "check", "timeout_s", "tags", "scope", "id"}
+_ALLOWED_KEYS = {"goal", "output", "run", "check", "timeout_s", "tags", "scope", "id"}
 
 
 def load_task(task_dir: Path | str) -> Task:

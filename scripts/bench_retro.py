@@ -113,8 +113,8 @@ def trajectory(task: Task, sandbox: Sandbox) -> RunResult:
     for n, body in ((1, failing), (2, reference)):
         files = {"solution.py": body}
         result = sandbox.run(
-            task.check, files=files, workspace=task.workspace, task_dir=task.task_dir,
-            timeout_s=task.timeout_s,
+            task.check, program=task.run, files=files, workspace=task.workspace,
+            task_dir=task.task_dir, timeout_s=task.timeout_s,
         )  # fmt: skip
         rounds.append(_round(n, Candidate(files=files, text=body), classify(result)))
     if rounds[0].feedback.passed or not rounds[1].feedback.passed:

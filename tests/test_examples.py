@@ -77,8 +77,10 @@ def run_check(
             target.write_text(content, encoding="utf-8")
     env = {**os.environ, "TASK_DIR": str(task.task_dir), "PATH": path_env}
     env.pop("PYTHONPATH", None)
+    # The candidate's run, then the checker (the sandbox keeps them apart; here only order).
+    command = f"{task.run} && {task.check}" if task.run else task.check
     return subprocess.run(
-        ["/bin/sh", "-c", task.check],
+        ["/bin/sh", "-c", command],
         cwd=work,
         env=env,
         capture_output=True,

@@ -55,3 +55,10 @@ def test_preview_makes_bom_and_encoding_visible() -> None:
     assert latin.startswith("[not valid UTF-8: byte 0xe9")
     # a multi-byte character cut by the preview bound is not an encoding problem
     assert preview_bytes("abcé".encode()[:-1], cut=True) == "abc"
+
+
+def test_run_without_check_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "task.toml").write_text('goal = "g"\nrun = "python solution.py"\n')
+    with pytest.raises(TaskFormatError, match="run needs a check"):
+        load_task(tmp_path)

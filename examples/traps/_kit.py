@@ -20,7 +20,8 @@ HERE = Path(__file__).resolve().parent
 ROBUST = HERE / "_robust"
 BEGIN = "# --- trap helpers: {family} ---"
 END = "# --- end trap helpers ---"
-CHECK = 'python solution.py && python "$TASK_DIR/check.py" result.json'
+RUN = "python solution.py"
+CHECK = 'python "$TASK_DIR/check.py" result.json'
 
 # Support code the task code may use; each entry is (imports, code).
 SUPPORT = {
@@ -222,6 +223,7 @@ def render_toml(t: Trap) -> str:
     return (
         f"goal = {json.dumps(t.goal, ensure_ascii=False)}\n"
         'output = ["solution.py"]\n'
+        f"run = {json.dumps(RUN)}\n"
         f"check = {json.dumps(CHECK)}\n"
         "timeout_s = 60\n"
         f'tags = ["{t.family}"]\n'
