@@ -140,6 +140,9 @@ class _Run:
         self.rounds: list[RoundRecord] = []
         self.digests: set[str] = set()
         self.tried: list[str] = []
+        # The previous round's second-best candidate and its checks: the hot refiner samples
+        # alternate between it and the best, so one base that misleads cannot take all of them.
+        self.runner_up: tuple[Candidate, tuple[Feedback, ...]] | None = None
         self.started = time.monotonic()
         # Tokens of refiner calls whose answers were never checked (all repeats).
         self.unrecorded_usage = Usage()
@@ -255,15 +258,24 @@ class _Run:
 
         Hot refiner samples come before the fresh generation: measured on the 1.5B model from
         one failing round, 3 of 4 hot refiner samples passed and 0 of 2 fresh generations.
-        The fresh one stays for failures the refiner is anchored on.
+        The fresh one stays for failures the refiner is anchored on. With a runner-up from
+        the last round, every other hot sample repairs it instead of the best: the best by
+        rank can be a dead end (a program that hides its error and writes zeros outranks one
+        that crashed further into the data), and the runner-up is often one fix away.
         """
         hot = self.cfg.resample_temperature
         fresh = self.cfg.pool_size >= 3 and bool(self.task.output)
+        hots = self.cfg.pool_size - 1 - fresh + self.cfg.resample_attempts
+        alternate = self.runner_up is not None
+        samples: list[tuple[CandidateOrigin, float]] = [
+            ("refine_alt" if alternate and i % 2 == 0 else "refine_hot", hot) for i in range(hots)
+        ]
         plan: list[tuple[CandidateOrigin, float]] = [("refine", self.cfg.temperature)]
-        plan.extend(("refine_hot", hot) for _ in range(self.cfg.pool_size - 1 - fresh))
+        cut = self.cfg.pool_size - 1 - fresh
+        plan.extend(samples[:cut])
         if fresh:
             plan.append(("fresh", hot))
-        plan.extend(("refine_hot", hot) for _ in range(self.cfg.resample_attempts))
+        plan.extend(samples[cut:])
         return plan
 
     def _search(
@@ -275,7 +287,12 @@ class _Run:
         else None.
         """
         round_no = last.round + 1
-        messages = self._refiner_messages(last, lessons)
+        messages = self._refiner_messages(last.candidate, last.checks, last.round, lessons)
+        alt_messages = (
+            self._refiner_messages(*self.runner_up, last.round, lessons)
+            if self.runner_up is not None
+            else messages
+        )
         pool = _Pool()
         incomplete: tuple[Candidate, CandidateOrigin, float] | None = None
         budget = self.cfg.token_budget or float("inf")
@@ -290,7 +307,10 @@ class _Run:
                 candidate, cost = self._generate(lessons, failure=feedback, temperature=temperature)
             else:
                 completion = self.agent.refiner.complete(
-                    messages, temperature=temperature, max_tokens=self.cfg.max_tokens, seed=draw
+                    alt_messages if origin == "refine_alt" else messages,
+                    temperature=temperature,
+                    max_tokens=self.cfg.max_tokens,
+                    seed=draw,
                 )
                 candidate, cost = (
                     parse_candidate(completion.text, self.task.output),
@@ -317,7 +337,11 @@ class _Run:
         if not pool.drawn:
             self.unrecorded_usage += pool.wasted
             return "budget" if self._spent() >= budget else "stall"
-        best = max(range(len(pool.drawn)), key=lambda k: rank_feedback(pool.drawn[k][1][-1]))
+        order = sorted(
+            range(len(pool.drawn)), key=lambda k: rank_feedback(pool.drawn[k][1][-1]), reverse=True
+        )
+        best = order[0]
+        self.runner_up = pool.drawn[order[1]][:2] if len(order) > 1 else None
         entries = tuple(
             e.model_copy(update={"chosen": k == best}) for k, e in enumerate(pool.entries)
         )
@@ -352,15 +376,21 @@ class _Run:
         )
 
     def _refiner_messages(
-        self, last: RoundRecord, lessons: Sequence[ScoredLesson]
+        self,
+        candidate: Candidate,
+        checks: tuple[Feedback, ...],
+        round_no: int,
+        lessons: Sequence[ScoredLesson],
     ) -> list[Message]:
-        passed_external = any(c.stage == "execution" and c.passed for c in last.checks)
+        """The refiner's prompt for repairing `candidate`, judged by `checks` in `round_no`."""
+        verdict = checks[-1]
+        passed_external = any(c.stage == "execution" and c.passed for c in checks)
         user = prompts.render_refiner(
             goal=self.task.goal,
-            previous=prompts.render_files(last.candidate.files, last.candidate.text),
-            round_no=last.round,
-            feedback=last.feedback.compressed(),
-            kind=last.feedback.kind,
+            previous=prompts.render_files(candidate.files, candidate.text),
+            round_no=round_no,
+            feedback=verdict.compressed(),
+            kind=verdict.kind,
             tried=self.tried,
             lessons=render_lessons(lessons) if lessons else "",
             passed_external=passed_external,

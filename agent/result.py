@@ -21,8 +21,9 @@ StopReason = Literal[
 ]
 RoundAction = Literal["generate", "refine"]
 # How a candidate of a round was drawn: the first generation, the refiner's answer (greedy or
-# hotter), or a fresh generation that was shown the failing example.
-CandidateOrigin = Literal["generate", "refine", "refine_hot", "fresh"]
+# hotter) to the best candidate so far, a hot repair of the last round's runner-up, or a
+# fresh generation that was shown the failing example.
+CandidateOrigin = Literal["generate", "refine", "refine_hot", "refine_alt", "fresh"]
 
 
 class PoolEntry(BaseModel):

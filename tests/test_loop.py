@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, LoopEvent, ReflectiveAgent
 from agent.sandbox import Limits, Sandbox
@@ -302,3 +303,27 @@ def test_a_reply_without_files_is_still_checked_when_nothing_else_came(tmp_path:
     llm = ScriptedLLM.by_system({GEN: [code(CRASH)], REFINE: [prose, prose, prose]})
     result = agent_for(llm, tmp_path, max_rounds=2, resample_attempts=2).run(make_task(tmp_path))
     assert len(result.rounds) == 2 and result.rounds[1].feedback.stage == "rule"
+
+
+def test_hot_samples_also_repair_the_last_rounds_runner_up(tmp_path: Path) -> None:
+    seen_bases: list[str] = []
+
+    def repair(messages: Sequence[Message]) -> str:
+        prompt = messages[-1].content
+        base = next(v for v in ("json.dump(10", "json.dump(5", "x = {}") if v in prompt)
+        seen_bases.append(base)
+        # Only a repair of the runner-up (value 5) finds the answer.
+        return fix(GOOD) if base == "json.dump(5" else fix(writes(10 + len(seen_bases)))
+
+    llm = ScriptedLLM.by_system(
+        {
+            GEN: [code(CRASH), code(writes(1))],
+            REFINE: [fix(writes(10)), fix(writes(5)), repair, repair],
+        }
+    )
+    task = make_task(tmp_path, checker=SCORED_CHECK)
+    result = agent_for(llm, tmp_path, pool_size=3, max_rounds=3).run(task)
+    assert result.passed and len(result.rounds) == 3
+    round3 = result.rounds[2].pool
+    assert [e.origin for e in round3] == ["refine", "refine_alt"]
+    assert seen_bases == ["json.dump(10", "json.dump(5"]
