@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import CRASH, GEN, GOOD, REFINE, code, fix
 
 LESSON = "You write one lesson"
@@ -184,3 +186,47 @@ def test_a_bad_memory_location_is_a_clear_error(tmp_path: Path) -> None:
         proc = lessonloop(tmp_path, [], str(task), "--memory", store)
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("chroma_down", "cannot reach Chroma server"),
+        ("corrupt_toml", "invalid TOML"),
+        ("escaping_output", "must be a relative path inside the workspace"),
+        ("unknown_model", "unknown model 'foo:bar'"),
+        ("missing_api_key", "needs an API key"),
+    ],
+)
+def test_each_misconfiguration_is_one_clear_error_line(
+    tmp_path: Path, case: str, expected: str
+) -> None:
+    task = make_task_dir(tmp_path / "task")
+    env = {**os.environ, "LESSONLOOP_HOME": str(tmp_path / "home")}
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("LESSONLOOP_OPENAI_API_KEY", None)
+    replies = tmp_path / "replies.json"
+    replies.write_text("[]")
+    args = [str(task), "--model", f"scripted:{replies}", "--no-memory"]
+    if case == "chroma_down":
+        env["LESSONLOOP_CHROMA_URL"] = "http://127.0.0.1:9"
+        args.remove("--no-memory")
+    elif case == "corrupt_toml":
+        (task / "task.toml").write_text("goal = \n")
+    elif case == "escaping_output":
+        text = (task / "task.toml").read_text()
+        (task / "task.toml").write_text(text.replace('"solution.py"', '"../escape.py"', 1))
+    elif case == "unknown_model":
+        args[2] = "foo:bar"
+    else:
+        args[2] = "openai:gpt-4o-mini"
+    proc = subprocess.run(
+        [sys.executable, "-m", "agent", "run", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stderr.startswith("error: ") and expected in proc.stderr
+    assert "Traceback" not in proc.stderr
