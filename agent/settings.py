@@ -31,6 +31,8 @@ class Settings(BaseSettings):
     gguf_path: Path | None = None
     n_ctx: int = 4096
     n_threads: int | None = None
+    # Longest the local model may take to load or to answer one call before it is stopped.
+    local_timeout_s: float = Field(default=600.0, gt=0)
 
     home: Path = Field(default_factory=_default_home)
     # Where the joined, verified GGUF is kept; default home/cache.

@@ -94,6 +94,13 @@ def test_a_schema_without_grammar_falls_back_to_the_prompt(tmp_path: Path) -> No
     llm.close()
 
 
+def test_a_silent_worker_is_stopped_at_the_deadline(tmp_path: Path) -> None:
+    llm = LocalLLM(tmp_path / "m.gguf", worker=fake("hang", tmp_path), timeout_s=1.0)
+    with pytest.raises(BackendError, match="no answer within 1 s while generating"):
+        llm.complete(HI)
+    llm.close()
+
+
 def test_a_missing_worker_program_is_a_backend_error(tmp_path: Path) -> None:
     llm = LocalLLM(tmp_path / "m.gguf", worker=(str(tmp_path / "no-such-python"),))
     with pytest.raises(BackendError, match="cannot start the model worker"):

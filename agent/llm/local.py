@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -71,6 +72,7 @@ class LocalLLM:
         seed: int = 0,
         repeat_penalty: float = 1.0,
         worker: Sequence[str] = WORKER,
+        timeout_s: float = 600.0,
     ) -> None:
         """Nothing starts here; the first `complete` pays the load (~1-3 s for 1.5B Q4).
 
@@ -79,7 +81,9 @@ class LocalLLM:
         still draw different samples. `repeat_penalty=1.0` (off) keeps temperature 0 a
         plain greedy decode, as on OpenAI-compatible servers; code and JSON repeat tokens
         legitimately. `worker` is the command that serves the model (the model path and
-        options are appended); tests swap in a worker that crashes.
+        options are appended); tests swap in a worker that crashes. `timeout_s` bounds the
+        model load and each call: a worker silent that long (a native deadlock) is stopped
+        and the call fails with a BackendError instead of hanging the run.
         """
         self._path = Path(model_path)
         self._n_ctx = n_ctx
@@ -87,6 +91,7 @@ class LocalLLM:
         self._seeds = random.Random(seed)
         self._repeat_penalty = repeat_penalty
         self._worker = tuple(worker)
+        self._timeout_s = timeout_s
         self._child: _Child | None = None
         self._no_grammar: set[type[BaseModel]] = set()
         self._lock = threading.RLock()
@@ -121,6 +126,7 @@ class LocalLLM:
                     ],
                     model=self.model_id,
                     path=self._path,
+                    timeout_s=self._timeout_s,
                 )
                 self.load_seconds = self._child.load_seconds
 
@@ -216,8 +222,14 @@ class _Child:
     """One running worker process and its pipes."""
 
     def __init__(
-        self, process: subprocess.Popen[str], stderr: IO[bytes], model: str, path: Path
+        self,
+        process: subprocess.Popen[str],
+        stderr: IO[bytes],
+        model: str,
+        path: Path,
+        timeout_s: float,
     ) -> None:
+        self._timeout_s = timeout_s
         self._process = process
         self._stderr = stderr
         self._model = model
@@ -225,7 +237,7 @@ class _Child:
         self.load_seconds: float | None = None
 
     @classmethod
-    def start(cls, argv: Sequence[str], *, model: str, path: Path) -> _Child:
+    def start(cls, argv: Sequence[str], *, model: str, path: Path, timeout_s: float) -> _Child:
         # stderr goes to an unnamed file: read only when the child died, never a full pipe.
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 - owned by the child, closed in stop()
         env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
@@ -242,7 +254,7 @@ class _Child:
         except OSError as exc:
             stderr.close()
             raise BackendError(f"{model}: cannot start the model worker {argv[0]}: {exc}") from exc
-        child = cls(process, stderr, model, path)
+        child = cls(process, stderr, model, path, timeout_s)
         hello = child._read("loading the model")
         if hello.get("error") == "import":
             child.stop()
@@ -271,6 +283,15 @@ class _Child:
     def _read(self, doing: str) -> dict[str, Any]:
         assert self._process.stdout is not None
         try:
+            ready, _, _ = select.select([self._process.stdout], [], [], self._timeout_s)
+            if not ready:
+                self._process.kill()
+                self.stop()
+                raise BackendError(
+                    f"{self._model}: the model worker gave no answer within "
+                    f"{self._timeout_s:.0f} s while {doing}; it was stopped "
+                    "(raise LESSONLOOP_LOCAL_TIMEOUT_S for a slow machine or a large model)"
+                )
             line = self._process.stdout.readline()
         except KeyboardInterrupt:
             self.stop()

@@ -71,7 +71,12 @@ def _local(rest: str, settings: Settings) -> LLM:
             f"unknown local model {rest!r}; use one of {sorted(BUNDLED_MODELS)} "
             "or a path to a .gguf file (local:/path/to/model.gguf)"
         )
-    return LocalLLM(path, n_ctx=settings.n_ctx, n_threads=settings.n_threads)
+    return LocalLLM(
+        path,
+        n_ctx=settings.n_ctx,
+        n_threads=settings.n_threads,
+        timeout_s=settings.local_timeout_s,
+    )
 
 
 def _openai(model: str, settings: Settings) -> LLM:

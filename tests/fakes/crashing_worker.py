@@ -6,7 +6,8 @@ MODE: `load` dies before it is ready; `request` answers "ready", then dies on th
 request; `once` dies on the first request of its first life only (STATE_DIR remembers),
 answers every later request; `load-error` reports that the file cannot be loaded;
 `import-error` that llama_cpp is missing; `garbled` writes a non-JSON line to its first
-request (first life only); `no-grammar` refuses every schema and answers `{"a": 1}`.
+request (first life only); `no-grammar` refuses every schema and answers `{"a": 1}`;
+`hang` never answers a request.
 It speaks the real worker's protocol, so the parent's code path is the real one.
 """
 
@@ -16,6 +17,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 
@@ -41,6 +43,8 @@ def main() -> None:
         lives.write_text("1")
         if mode == "request" or (mode == "once" and first_life):
             die()
+        if mode == "hang":
+            time.sleep(3600)
         if mode == "garbled" and first_life:
             print("Segfault handler: not JSON", flush=True)
             continue
