@@ -43,23 +43,13 @@ from agent.result import (
 )
 from agent.rules import rule_check
 from agent.sandbox import Sandbox
+from agent.search import Pool, plan_draws, rank_feedback
 from agent.stopping import decide_stop
 from agent.task import Task
 from memory.render import render_lessons
 from memory.types import LessonQuery, Recall, RecallStage, ScoredLesson
 
 CriticMode = Literal["auto", "always", "never"]
-_STAGE_RANK = {"rule": 0, "execution": 1, "critic": 2}
-# How far a failing program got: ran and was judged wrong > crashed > did not parse.
-_KIND_RANK = {
-    "syntax_error": 0,
-    "timeout": 1,
-    "resource_error": 1,
-    "runtime_error": 2,
-    "check_failed": 3,
-    "critic_rejected": 3,
-    "success": 4,
-}
 
 
 class LoopConfig(BaseModel):
@@ -253,31 +243,6 @@ class _Run:
         )
         return parse_candidate(completion.text, self.task.output), completion.usage
 
-    def _plan(self) -> list[tuple[CandidateOrigin, float]]:
-        """The draws of one refinement round, in order; repeats are skipped, not counted.
-
-        Hot refiner samples come before the fresh generation: measured on the 1.5B model from
-        one failing round, 3 of 4 hot refiner samples passed and 0 of 2 fresh generations.
-        The fresh one stays for failures the refiner is anchored on. With a runner-up from
-        the last round, every other hot sample repairs it instead of the best: the best by
-        rank can be a dead end (a program that hides its error and writes zeros outranks one
-        that crashed further into the data), and the runner-up is often one fix away.
-        """
-        hot = self.cfg.resample_temperature
-        fresh = self.cfg.pool_size >= 3 and bool(self.task.output)
-        hots = self.cfg.pool_size - 1 - fresh + self.cfg.resample_attempts
-        alternate = self.runner_up is not None
-        samples: list[tuple[CandidateOrigin, float]] = [
-            ("refine_alt" if alternate and i % 2 == 0 else "refine_hot", hot) for i in range(hots)
-        ]
-        plan: list[tuple[CandidateOrigin, float]] = [("refine", self.cfg.temperature)]
-        cut = self.cfg.pool_size - 1 - fresh
-        plan.extend(samples[:cut])
-        if fresh:
-            plan.append(("fresh", hot))
-        plan.extend(samples[cut:])
-        return plan
-
     def _search(
         self, last: RoundRecord, lessons: Sequence[ScoredLesson], t0: float
     ) -> StopReason | None:
@@ -293,10 +258,16 @@ class _Run:
             if self.runner_up is not None
             else messages
         )
-        pool = _Pool()
+        pool = Pool()
         incomplete: tuple[Candidate, CandidateOrigin, float] | None = None
         budget = self.cfg.token_budget or float("inf")
-        for draw, (origin, temperature) in enumerate(self._plan()):
+        for draw, (origin, temperature) in enumerate(
+            plan_draws(
+                self.cfg,
+                has_output=bool(self.task.output),
+                has_runner_up=self.runner_up is not None,
+            )
+        ):
             if len(pool.drawn) >= self.cfg.pool_size or pool.passed:
                 break
             if self._spent() + pool.tokens >= budget:
@@ -352,7 +323,7 @@ class _Run:
 
     def _take(
         self,
-        pool: _Pool,
+        pool: Pool,
         candidate: Candidate,
         origin: CandidateOrigin,
         temperature: float,
@@ -535,37 +506,6 @@ class _Run:
 
 def _error_types(feedback: Feedback) -> tuple[str, ...]:
     return tuple(t for t in (feedback.error_type, feedback.kind) if t)
-
-
-@dataclass
-class _Pool:
-    """The candidates of one refinement round so far, and what the round spent."""
-
-    drawn: list[tuple[Candidate, tuple[Feedback, ...], Usage]] = field(default_factory=list)
-    entries: list[PoolEntry] = field(default_factory=list)
-    wasted: Usage = field(default_factory=Usage)  # repeats and replies without files
-    repeats: int = 0
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.drawn) and self.drawn[-1][1][-1].passed
-
-    @property
-    def tokens(self) -> int:
-        return self.wasted.total_tokens + sum(d[2].total_tokens for d in self.drawn)
-
-
-def rank_feedback(verdict: Feedback) -> tuple[bool, int, int, float, float, int]:
-    """Orders candidates: passed, stage reached, how far the program got, partial credit,
-    critic score, fewer issues. Higher is better."""
-    return (
-        verdict.passed,
-        _STAGE_RANK[verdict.stage] + (1 if verdict.passed else 0),
-        _KIND_RANK.get(verdict.kind, 0),
-        verdict.credit or 0.0,
-        verdict.score or 0.0,
-        -len(verdict.issues),
-    )
 
 
 def _rank(record: RoundRecord) -> tuple[tuple[bool, int, int, float, float, int], int]:
