@@ -172,6 +172,9 @@ class Memory:
     ) -> Memory:
         stored = wiring.stored_model(db)
         stale = stored not in (None, (embedder.model_id, embedder.dim))
+        if stale and not wiring.holds_lessons(db):
+            # Nothing embedded to mix up: an empty store takes the embedder it is opened with.
+            reembed = True
         if stale and not reembed:
             model, dim = stored or ("?", 0)
             raise EmbeddingMismatchError(

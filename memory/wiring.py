@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sqlmodel import select
+
 from memory.db import Database, sql_url
 from memory.embeddings import Embedder
-from memory.schema import MetaRow
+from memory.schema import LessonRow, MetaRow
 
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
@@ -56,6 +58,12 @@ def stored_model(db: Database) -> tuple[str, int] | None:
         if model is None or dim is None:
             return None
         return model.value, int(dim.value)
+
+
+def holds_lessons(db: Database) -> bool:
+    """Whether any lesson row exists (an empty store has no vectors to mix up)."""
+    with db.read() as session:
+        return session.exec(select(LessonRow.id).limit(1)).first() is not None
 
 
 def save_model(db: Database, embedder: Embedder) -> None:

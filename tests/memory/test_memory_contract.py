@@ -334,7 +334,9 @@ def test_reindex_rebuilds_from_sql(store: Memory) -> None:
 
 
 def test_mixing_embedding_models_is_refused(spec: StoreSpec) -> None:
-    spec.open(HashEmbedder(dim=256)).close()
+    first = spec.open(HashEmbedder(dim=256))
+    first.add(draft(1))
+    first.close()
     with pytest.raises(EmbeddingMismatchError, match="dim 256"):
         spec.open(HashEmbedder(dim=128))
     memory = spec.open(HashEmbedder(dim=256))
@@ -343,6 +345,18 @@ def test_mixing_embedding_models_is_refused(spec: StoreSpec) -> None:
             memory.index.upsert(["x"], [[0.1] * 128], ["doc"], [{"scope": "s"}])
     finally:
         memory.close()
+
+
+def test_an_empty_store_takes_the_embedder_it_is_opened_with(spec: StoreSpec) -> None:
+    # Nothing was embedded, so nothing can be mixed: no refusal, no reembed flag needed.
+    spec.open(HashEmbedder(dim=256)).close()
+    reopened = spec.open(HashEmbedder(dim=128))
+    try:
+        lesson = reopened.add(draft(1)).lesson
+        assert lesson is not None and lesson.embedding_model == "hash-bow-128"
+        assert [s.lesson.id for s in reopened.recall(query(1))] == [lesson.id]
+    finally:
+        reopened.close()
 
 
 def test_reembed_converts_the_store(spec: StoreSpec) -> None:
