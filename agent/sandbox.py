@@ -33,7 +33,8 @@ Isolated (verified by tests/test_sandbox.py):
   first without `/task`; the checker runs after it, in a new container with `/task`, the
   workspace read-only, its own `/tmp`, HOME there and no user site-packages, so nothing
   the program planted (a `json.py`, a `usercustomize.py`, a process left behind) runs in
-  it (tests/test_cheating.py).
+  it; symlinks the program left that lead out of the workspace (`result.json ->
+  /task/expected.json`) are removed before the checker runs (tests/test_cheating.py).
 
 Not isolated: the kernel (no seccomp filter), total disk use (only each file's size is
 capped), the CPU share while the command runs, `/proc` views of system-wide data, and a
@@ -49,6 +50,7 @@ from __future__ import annotations
 
 import logging
 import os
+import posixpath
 import pwd
 import re
 import shutil
@@ -183,6 +185,11 @@ class Sandbox:
                 env = _sandbox_env(task_dir_set=False)
                 phases.append(self._execute(program, run_dir, False, env, timeout_s))
             first = phases[0][0] if phases else None
+            removed: list[str] = []
+            if first is not None:
+                # A link the program left (result.json -> /task/expected.json) would show
+                # the checker its own answer: links out of the workspace go before it runs.
+                removed = _remove_escaping_links(run_dir / "workspace")
             if first is None or (first.exit_code == 0 and not first.timed_out):
                 left = timeout_s - (first.duration_s if first else 0.0)
                 env = _sandbox_env(task_dir_set=has_task, judging=first is not None)
@@ -193,7 +200,13 @@ class Sandbox:
                 )
             if log_path is not None:
                 _write_log(log_path, phases)
-            return _combined([phase[0] for phase in phases])
+            result = _combined([phase[0] for phase in phases])
+            if removed:
+                note = "".join(
+                    f"sandbox: removed {link} (points outside the workspace)\n" for link in removed
+                )
+                result = result.model_copy(update={"stderr": note + result.stderr})
+            return result
         finally:
             if not self.keep_workspaces:
                 _remove_tree(run_dir)
@@ -458,6 +471,25 @@ def _write_log(path: Path, phases: list[_Phase]) -> None:
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(blocks), encoding="utf-8")
+
+
+def _remove_escaping_links(ws: Path) -> list[str]:
+    """Delete every symlink under `ws` whose target, seen from inside the container, is not
+    in the workspace; returns them as "name -> target"."""
+    removed: list[str] = []
+    inside = str(SANDBOX_WORKSPACE)
+    for dirpath, dirnames, filenames in os.walk(ws):
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath) / name
+            if not path.is_symlink():
+                continue
+            target = os.readlink(path)
+            seen_from = SANDBOX_WORKSPACE / path.parent.relative_to(ws)
+            resolved = posixpath.normpath(posixpath.join(str(seen_from), target))
+            if resolved != inside and not resolved.startswith(inside + "/"):
+                path.unlink()
+                removed.append(f"{path.relative_to(ws)} -> {target}")
+    return removed
 
 
 def _combined(results: list[ExecResult]) -> ExecResult:

@@ -51,6 +51,19 @@ CHEATS = {
         "open('/tmp/sitecustomize.py', 'w').write('import os; os._exit(0)')\n"
         "open('result.json', 'w').write('{}')\n"
     ),
+    "links its output to the expected answer": (
+        "import os\nos.symlink('/task/expected.json', 'result.json')\n"
+    ),
+    "links relatively out of the workspace": (
+        "import os\nos.symlink('../task/expected.json', 'result.json')\n"
+    ),
+    "chains links through the workspace": (
+        "import os\nos.symlink('/task', 'd')\nos.symlink('d/expected.json', 'result.json')\n"
+    ),
+    "links a directory out of the workspace": (
+        "import os\nos.makedirs('out')\nos.symlink('/task', 'out/t')\n"
+        "os.symlink('out/t/expected.json', 'result.json')\n"
+    ),
     "leaves a process behind to answer later": (
         "import os, time\n"
         "open('result.json', 'w').write('{}')\n"
@@ -87,6 +100,19 @@ def test_a_cheat_never_passes(sandbox: Sandbox, program: str) -> None:
     feedback = classify(result)
     assert not feedback.passed, (result.stdout, result.stderr)
     assert "LESSONLOOP_SCORE 15/15" not in result.stdout
+
+
+def test_links_out_of_the_workspace_are_removed_and_reported(sandbox: Sandbox) -> None:
+    assert TASK.check is not None and TASK.run is not None
+    result = sandbox.run(
+        TASK.check,
+        program=TASK.run,
+        files={"solution.py": CHEATS["links its output to the expected answer"]},
+        workspace=TASK.workspace,
+        task_dir=TASK.task_dir,
+        timeout_s=TASK.timeout_s,
+    )
+    assert "sandbox: removed result.json -> /task/expected.json" in result.stderr
 
 
 def test_the_reference_still_passes_in_two_phases(sandbox: Sandbox) -> None:
