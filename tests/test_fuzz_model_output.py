@@ -1,0 +1,59 @@
+"""Whatever the model answers, the loop and the retrospective return a result, never raise.
+
+Hypothesis draws model answers from fragments a small model really produces (fences,
+"### file" headers, half JSON, prose, control characters, huge lines) and plain noise; a
+scripted model plays them through the real loop (real sandbox) and the retrospective.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import get_args
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent.feedback import FeedbackKind
+from agent.llm.scripted import ScriptedLLM
+from agent.loop import LoopConfig, ReflectiveAgent
+from agent.sandbox import Limits, Sandbox
+from memory.types import NullRecall
+from retrospectives.extract import Retrospective
+from tests.helpers import make_task
+
+FRAGMENTS = [
+    "### solution.py\n", "```python\n", "```\n", "```json\n", "import json\n",
+    "json.dump(42, open('out.json', 'w'))\n", "{", "}", '{"root_cause": ', '"fix": "x"',
+    "Phenomenon: it failed\n", "Root cause: \n", "Fix: none\n", "ANSWER:\n",
+    "def f(:\n", "\x00", "\ufeff", "\u202e", "x" * 5000 + "\n", "### ../../etc/passwd\n",
+    "### /abs/path.py\n", "### solution.py\n```python\nraise SystemExit(3)\n```\n",
+    '{"passed": true, "score": 11, "issues": []}', "null", "[]", "\n\n",
+]  # fmt: skip
+answers = st.one_of(
+    st.lists(st.sampled_from(FRAGMENTS), max_size=12).map("".join),
+    st.text(max_size=300),
+)
+
+SANDBOX = Sandbox(Limits(cpu_s=10))
+
+
+@settings(max_examples=60, deadline=None)
+@given(replies=st.lists(answers, min_size=12, max_size=12))
+def test_any_model_output_becomes_feedback_not_an_exception(replies: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        task = make_task(Path(tmp))
+        llm = ScriptedLLM(replies, repeat=True)
+        agent = ReflectiveAgent(
+            llm,
+            recall=NullRecall(),
+            sandbox=SANDBOX,
+            config=LoopConfig(max_rounds=2, pool_size=2, critic="always"),
+        )
+        result = agent.run(task)
+        assert {r.feedback.kind for r in result.rounds} <= set(get_args(FeedbackKind))
+        assert 1 <= len(result.rounds) <= 2
+        # The retrospective on the same garbage: drafts or nothing, never an exception.
+        outcome = Retrospective(ScriptedLLM(replies, repeat=True)).analyse(result)
+        for draft in outcome.drafts:
+            assert draft.symptom and draft.fix
