@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, create_engine
 
@@ -133,6 +133,11 @@ class Database:
                 try:
                     yield session
                     session.commit()
+                except OperationalError as exc:
+                    # The database itself failed (disk full, I/O error, gone): nothing of
+                    # this transaction is stored; the operator has to act.
+                    session.rollback()
+                    raise MemoryBackendError(f"the SQL store could not write: {exc.orig}") from exc
                 except BaseException:
                     session.rollback()
                     raise

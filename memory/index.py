@@ -101,7 +101,10 @@ def embedded_client(path: Path) -> ClientAPI:
     import chromadb
 
     path.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(path), settings=_settings())
+    try:
+        return chromadb.PersistentClient(path=str(path), settings=_settings())
+    except _chroma_errors() as exc:  # e.g. "database or disk is full"
+        raise MemoryBackendError(f"cannot open the vector index at {path}: {exc}") from exc
 
 
 def ephemeral_client() -> ClientAPI:
@@ -270,12 +273,15 @@ class LessonIndex:
             assert collection is not None  # create=True
             for start in range(0, len(rows), _BATCH):
                 chunk = rows[start : start + _BATCH]
-                collection.upsert(
-                    ids=[ids[i] for i in chunk],
-                    embeddings=np.asarray([vectors[i] for i in chunk], dtype=np.float32),
-                    documents=[documents[i] for i in chunk],
-                    metadatas=[dict(metadatas[i]) for i in chunk],
-                )
+                try:
+                    collection.upsert(
+                        ids=[ids[i] for i in chunk],
+                        embeddings=np.asarray([vectors[i] for i in chunk], dtype=np.float32),
+                        documents=[documents[i] for i in chunk],
+                        metadatas=[dict(metadatas[i]) for i in chunk],
+                    )
+                except _chroma_errors() as exc:  # a full disk, a server gone
+                    raise MemoryBackendError(f"cannot write to the vector index: {exc}") from exc
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Metadata]) -> None:
         """Replace the metadata of existing entries of the same scope (status change)."""
