@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent.classify import classify
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import ExecResult, Limits, Sandbox
 from agent.task import load_task
 
 TASK = load_task(
@@ -86,46 +86,35 @@ def sandbox() -> Sandbox:
     return Sandbox(Limits(cpu_s=30))
 
 
-@pytest.mark.parametrize("program", list(CHEATS.values()), ids=list(CHEATS))
-def test_a_cheat_never_passes(sandbox: Sandbox, program: str) -> None:
+def run(sandbox: Sandbox, program: str, *, split: bool = True) -> ExecResult:
+    """`program` as solution.py, checked as the loop checks it (or, `split=False`, in one
+    process with the task directory, as before the split)."""
     assert TASK.check is not None and TASK.run is not None
-    result = sandbox.run(
-        TASK.check,
-        program=TASK.run,
+    return sandbox.run(
+        TASK.check if split else f"{TASK.run} && {TASK.check}",
+        program=TASK.run if split else None,
         files={"solution.py": program},
         workspace=TASK.workspace,
         task_dir=TASK.task_dir,
         timeout_s=TASK.timeout_s,
     )
-    feedback = classify(result)
-    assert not feedback.passed, (result.stdout, result.stderr)
+
+
+@pytest.mark.parametrize("program", list(CHEATS.values()), ids=list(CHEATS))
+def test_a_cheat_never_passes(sandbox: Sandbox, program: str) -> None:
+    result = run(sandbox, program)
+    assert not classify(result).passed, (result.stdout, result.stderr)
     assert "LESSONLOOP_SCORE 15/15" not in result.stdout
 
 
 def test_links_out_of_the_workspace_are_removed_and_reported(sandbox: Sandbox) -> None:
-    assert TASK.check is not None and TASK.run is not None
-    result = sandbox.run(
-        TASK.check,
-        program=TASK.run,
-        files={"solution.py": CHEATS["links its output to the expected answer"]},
-        workspace=TASK.workspace,
-        task_dir=TASK.task_dir,
-        timeout_s=TASK.timeout_s,
-    )
+    result = run(sandbox, CHEATS["links its output to the expected answer"])
     assert "sandbox: removed result.json -> /task/expected.json" in result.stderr
 
 
 def test_the_reference_still_passes_in_two_phases(sandbox: Sandbox) -> None:
-    assert TASK.check is not None and TASK.task_dir is not None
-    reference = (TASK.task_dir / "reference" / "solution.py").read_text(encoding="utf-8")
-    result = sandbox.run(
-        TASK.check,
-        program=TASK.run,
-        files={"solution.py": reference},
-        workspace=TASK.workspace,
-        task_dir=TASK.task_dir,
-        timeout_s=TASK.timeout_s,
-    )
+    assert TASK.task_dir is not None
+    result = run(sandbox, (TASK.task_dir / "reference" / "solution.py").read_text("utf-8"))
     assert classify(result).passed, (result.stdout, result.stderr)
     assert "; then " in result.command
 
@@ -133,12 +122,4 @@ def test_the_reference_still_passes_in_two_phases(sandbox: Sandbox) -> None:
 def test_without_the_split_the_same_cheat_would_pass(sandbox: Sandbox) -> None:
     # The control: one process with the task directory, as before the split. If this ever
     # fails, the tests above no longer prove anything.
-    assert TASK.check is not None and TASK.run is not None
-    result = sandbox.run(
-        f"{TASK.run} && {TASK.check}",
-        files={"solution.py": CHEATS["copies the expected answer"]},
-        workspace=TASK.workspace,
-        task_dir=TASK.task_dir,
-        timeout_s=TASK.timeout_s,
-    )
-    assert classify(result).passed
+    assert classify(run(sandbox, CHEATS["copies the expected answer"], split=False)).passed
