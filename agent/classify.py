@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from agent.feedback import Feedback, FeedbackKind
-from agent.sandbox import SANDBOX_TASK_DIR, SANDBOX_WORKSPACE, ExecResult
+from agent.sandbox import SANDBOX_TASK_DIR, ExecResult
+from agent.workspace import SANDBOX_WORKSPACE
 
 _MAX_FIELD = 300  # characters per Feedback field; the compression is the point
 

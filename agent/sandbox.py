@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import logging
 import os
-import posixpath
 import pwd
 import re
 import shutil
@@ -65,13 +64,21 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.capture import Capture, pump
-from agent.errors import ConfigurationError, SandboxError, UnsafePathError
+from agent.errors import ConfigurationError, SandboxError
+from agent.workspace import (
+    SANDBOX_WORKSPACE,
+    checked_relpath,
+    chown_tree,
+    make_world_readable,
+    remove_escaping_links,
+    remove_tree,
+    write_inside,
+)
 
 logger = logging.getLogger(__name__)
 
 # Where things appear inside the container. Fixed paths keep tracebacks free of random
 # temporary names, so the same failure looks the same on every attempt.
-SANDBOX_WORKSPACE = PurePosixPath("/workspace")
 SANDBOX_TASK_DIR = PurePosixPath("/task")
 
 # The log file keeps at most this much of each stream (head and tail).
@@ -172,7 +179,7 @@ class Sandbox:
         """
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
-        targets = {_checked_relpath(name): text for name, text in files.items()}
+        targets = {checked_relpath(name): text for name, text in files.items()}
         for label, path in (("workspace", workspace), ("task directory", task_dir)):
             if path is not None and not path.is_dir():
                 raise ConfigurationError(f"{label} {path} is not a directory")
@@ -189,7 +196,7 @@ class Sandbox:
             if first is not None:
                 # A link the program left (result.json -> /task/expected.json) would show
                 # the checker its own answer: links out of the workspace go before it runs.
-                removed = _remove_escaping_links(run_dir / "workspace")
+                removed = remove_escaping_links(run_dir / "workspace")
             if first is None or (first.exit_code == 0 and not first.timed_out):
                 left = timeout_s - (first.duration_s if first else 0.0)
                 env = _sandbox_env(task_dir_set=has_task, judging=first is not None)
@@ -209,7 +216,7 @@ class Sandbox:
             return result
         finally:
             if not self.keep_workspaces:
-                _remove_tree(run_dir)
+                remove_tree(run_dir)
 
     def _prepare(
         self,
@@ -231,13 +238,13 @@ class Sandbox:
             # be private itself (pytest's tmp dirs are 0700), and `nobody` must read it.
             task_copy = run_dir / "task"
             shutil.copytree(task_dir, task_copy, symlinks=True)
-            _make_world_readable(task_copy)
+            make_world_readable(task_copy)
         for rel, text in targets.items():
-            _write_inside(ws, rel, text)
+            write_inside(ws, rel, text)
         if self._drop_to is not None:
             uid, gid = self._drop_to
             for root in (ws, tmp, judge_tmp):
-                _chown_tree(root, uid, gid)
+                chown_tree(root, uid, gid)
 
     def _argv(
         self, command: str, run_dir: Path, has_task: bool, status_fd: int, judging: bool
@@ -325,54 +332,12 @@ class Sandbox:
         return result, out, err
 
 
-def _checked_relpath(name: str) -> str:
-    """The normalised relative path, or UnsafePathError: `name` comes from the model."""
-    path = PurePosixPath(name)
-    if not name or "\0" in name or path.is_absolute() or ".." in path.parts or not path.parts:
-        raise UnsafePathError(
-            f"refusing to write {name!r}: output files must be relative paths inside the "
-            "workspace, without '..'",
-            path=name,
-        )
-    return str(path)
-
-
-def _write_inside(ws: Path, rel: str, text: str) -> None:
-    target = ws / rel
-    # resolve() follows symlinks already in the workspace copy; check before mkdir creates
-    # anything, so a link such as `data -> /etc` cannot make us write outside.
-    if not target.resolve().is_relative_to(ws.resolve()):
-        raise UnsafePathError(f"refusing to write {rel!r}: it leads out of the workspace", path=rel)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    except (IsADirectoryError, NotADirectoryError, FileExistsError) as exc:
-        raise UnsafePathError(f"cannot write {rel!r}: {exc.strerror}", path=rel) from exc
-
-
 def _unprivileged_ids() -> tuple[int, int]:
     try:
         entry = pwd.getpwnam("nobody")
     except KeyError:
         return 65534, 65534
     return entry.pw_uid, entry.pw_gid
-
-
-def _chown_tree(root: Path, uid: int, gid: int) -> None:
-    os.chown(root, uid, gid)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in (*dirnames, *filenames):
-            os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
-
-
-def _make_world_readable(root: Path) -> None:
-    """Add read (and, on directories, search) permission for everyone; never write."""
-    for dirpath, _dirnames, filenames in os.walk(root):
-        os.chmod(dirpath, os.stat(dirpath).st_mode | 0o555)
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            if not os.path.islink(path):
-                os.chmod(path, os.stat(path).st_mode | 0o444)
 
 
 def _system_binds(network: bool) -> list[str]:
@@ -473,25 +438,6 @@ def _write_log(path: Path, phases: list[_Phase]) -> None:
     path.write_text("".join(blocks), encoding="utf-8")
 
 
-def _remove_escaping_links(ws: Path) -> list[str]:
-    """Delete every symlink under `ws` whose target, seen from inside the container, is not
-    in the workspace; returns them as "name -> target"."""
-    removed: list[str] = []
-    inside = str(SANDBOX_WORKSPACE)
-    for dirpath, dirnames, filenames in os.walk(ws):
-        for name in [*dirnames, *filenames]:
-            path = Path(dirpath) / name
-            if not path.is_symlink():
-                continue
-            target = os.readlink(path)
-            seen_from = SANDBOX_WORKSPACE / path.parent.relative_to(ws)
-            resolved = posixpath.normpath(posixpath.join(str(seen_from), target))
-            if resolved != inside and not resolved.startswith(inside + "/"):
-                path.unlink()
-                removed.append(f"{path.relative_to(ws)} -> {target}")
-    return removed
-
-
 def _combined(results: list[ExecResult]) -> ExecResult:
     """One result for the run: the last phase's verdict, every phase's output in order."""
     last = results[-1]
@@ -506,15 +452,3 @@ def _combined(results: list[ExecResult]) -> ExecResult:
             "truncated": any(r.truncated for r in results),
         }
     )
-
-
-def _remove_tree(path: Path) -> None:
-    if os.geteuid() != 0:
-        # Generated code may chmod its directories to 0, which stops a non-root rmtree. Top-down
-        # walk: each directory is opened up before the walk descends into it.
-        for dirpath, dirnames, _files in os.walk(path):
-            for name in dirnames:
-                sub = os.path.join(dirpath, name)
-                if not os.path.islink(sub):
-                    os.chmod(sub, 0o700)
-    shutil.rmtree(path)
