@@ -211,7 +211,7 @@ def _print_demo(report: DemoReport) -> None:
             step.label,
             "yes" if run.passed else "no",
             str(len(run.rounds)),
-            str(sum(max(1, len(r.pool)) for r in run.rounds)),
+            str(run.candidates_checked),
             str(run.usage.total_tokens),
             f"{run.seconds:.0f}",
         )

@@ -85,6 +85,11 @@ class RunResult(BaseModel):
         return self.rounds[self.best_round - 1].candidate
 
     @property
+    def candidates_checked(self) -> int:
+        """Candidates that went through the checks (a round without a search counts one)."""
+        return sum(max(1, len(r.pool)) for r in self.rounds)
+
+    @property
     def recalled_lesson_ids(self) -> tuple[str, ...]:
         seen: dict[str, None] = {}
         for record in self.rounds:
@@ -116,7 +121,7 @@ class RunResult(BaseModel):
                 }
                 for r in self.rounds
             ],
-            "candidates_checked": sum(max(1, len(r.pool)) for r in self.rounds),
+            "candidates_checked": self.candidates_checked,
             "unresolved": list(self.unresolved),
             "usage": {
                 "prompt_tokens": self.usage.prompt_tokens,
