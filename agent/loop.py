@@ -6,7 +6,7 @@ checks, then the task's check command in the sandbox, then the LLM critic) and t
 failing stage is the round's verdict.
 
 A refinement round is a small search: up to `pool_size` distinct candidates, drawn in this
-order -- the refiner's greedy answer, hotter refiner samples, then (from a pool of three)
+order -- the refiner's greedy answer, hotter refiner samples, then (from a pool of four)
 a fresh generation shown the failing check and the recalled lessons -- each checked in the
 sandbox, the first pass ending the round. The round keeps the best by `rank_feedback`:
 passed, then how far the program got (ran and was wrong beats crashed beats did not
@@ -365,6 +365,7 @@ class _Run:
             tried=self.tried,
             lessons=render_lessons(lessons) if lessons else "",
             passed_external=passed_external,
+            workspace=self.task.workspace_files(),
         )
         system = prompts.REFINER_SYSTEM if self.task.output else prompts.REFINER_SYSTEM_TEXT
         return [Message(role="system", content=system), Message(role="user", content=user)]

@@ -59,7 +59,7 @@ Then a line "ANSWER:" followed by the complete revised answer. Keep what was rig
 
 REFINER_USER = Template("""\
 Task: $goal
-
+$workspace
 Previous attempt:
 $previous
 
@@ -134,7 +134,10 @@ def render_refiner(
     tried: Sequence[str],
     lessons: str,
     passed_external: bool,
+    workspace: Mapping[str, str] | None = None,
 ) -> str:
+    """The refiner's user turn. `workspace` previews the input files, as the generator saw
+    them: a repair of a crash on an input value needs the other values' formats too."""
     guidance = KIND_GUIDANCE[kind]
     if passed_external:
         guidance += (
@@ -149,6 +152,7 @@ def render_refiner(
         )
     return REFINER_USER.substitute(
         goal=goal,
+        workspace=_workspace_block(workspace or {}),
         previous=previous,
         round=round_no,
         feedback=feedback,

@@ -36,15 +36,17 @@ def plan_draws(
 ) -> list[tuple[CandidateOrigin, float]]:
     """The draws of one refinement round, in order; repeats are skipped, not counted.
 
-    Hot refiner samples come before the fresh generation: measured on the 1.5B model from
-    one failing round, 3 of 4 hot refiner samples passed and 0 of 2 fresh generations.
-    The fresh one stays for failures the refiner is anchored on. With a runner-up from
+    Hot refiner samples come before the fresh generation, and a fresh generation is drawn
+    only from a pool of four: measured on the 1.5B model from failing rounds, 3 of 4 hot
+    refiner samples passed and 0 of 4 fresh generations (they start over and fall into the
+    trap again, or reach for a missing library). The fresh one stays, in larger pools, for
+    failures the refiner is anchored on. With a runner-up from
     the last round, every other hot sample repairs it instead of the best: the best by
     rank can be a dead end (a program that hides its error and writes zeros outranks one
     that crashed further into the data), and the runner-up is often one fix away.
     """
     hot = cfg.resample_temperature
-    fresh = cfg.pool_size >= 3 and has_output
+    fresh = cfg.pool_size >= 4 and has_output
     hots = cfg.pool_size - 1 - fresh + cfg.resample_attempts
     alternate = has_runner_up
     samples: list[tuple[CandidateOrigin, float]] = [

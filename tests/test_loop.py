@@ -235,21 +235,38 @@ def test_a_crash_then_a_wrong_value_makes_the_later_round_best(tmp_path: Path) -
 
 def test_round_search_finds_the_fix_the_greedy_refiner_misses(tmp_path: Path) -> None:
     wrong_too = WRONG.replace("41", "40")
+    wrong_3 = WRONG.replace("41", "39")
     llm = ScriptedLLM.by_system(
-        {GEN: [code(CRASH), code(GOOD)], REFINE: [fix(WRONG, "guess"), fix(wrong_too, "again")]}
+        {
+            GEN: [code(CRASH), code(GOOD)],
+            REFINE: [fix(WRONG, "guess"), fix(wrong_too, "again"), fix(wrong_3, "once more")],
+        }
     )
-    result = agent_for(llm, tmp_path, pool_size=3).run(make_task(tmp_path))
+    result = agent_for(llm, tmp_path, pool_size=4).run(make_task(tmp_path))
     assert result.passed and len(result.rounds) == 2
     pool = result.rounds[1].pool
     assert [(e.origin, e.kind, e.chosen) for e in pool] == [
         ("refine", "check_failed", False),
         ("refine_hot", "check_failed", False),
+        ("refine_hot", "check_failed", False),
         ("fresh", "success", True),
     ]
-    assert pool[1].temperature == 0.8 and result.rounds[1].usage.calls == 3
+    assert pool[1].temperature == 0.8 and result.rounds[1].usage.calls == 4
     fresh_prompt = [c for c in llm.calls if GEN in c.system][1].messages[-1].content
     assert "An earlier attempt at this task failed" in fresh_prompt and "KeyError" in fresh_prompt
-    assert (tmp_path / "runs" / result.run_id / "round-2-3.log").is_file()
+    assert (tmp_path / "runs" / result.run_id / "round-2-4.log").is_file()
+
+
+def test_a_pool_of_three_refines_and_draws_no_fresh_generation(tmp_path: Path) -> None:
+    # Fresh generations restart and fall into the trap again (0 of 4 measured): a small
+    # pool spends its draws on repairs.
+    wrong_too = WRONG.replace("41", "40")
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(CRASH)], REFINE: [fix(WRONG, "guess"), fix(wrong_too, "again"), fix(GOOD)]}
+    )
+    result = agent_for(llm, tmp_path, pool_size=3).run(make_task(tmp_path))
+    assert result.passed
+    assert [e.origin for e in result.rounds[1].pool] == ["refine", "refine_hot", "refine_hot"]
 
 
 SCORED_CHECK = (
@@ -265,13 +282,13 @@ def writes(value: int) -> str:
 
 def test_partial_credit_picks_the_best_candidate_of_a_round(tmp_path: Path) -> None:
     llm = ScriptedLLM.by_system(
-        {GEN: [code(writes(1)), code(writes(20))], REFINE: [fix(writes(10)), fix(writes(30))]}
+        {GEN: [code(writes(1))], REFINE: [fix(writes(10)), fix(writes(30)), fix(writes(20))]}
     )
     task = make_task(tmp_path, checker=SCORED_CHECK)
     result = agent_for(llm, tmp_path, pool_size=3, max_rounds=2).run(task)
     assert not result.passed and result.best_round == 2
     pool = result.rounds[1].pool
-    assert [e.origin for e in pool] == ["refine", "refine_hot", "fresh"]
+    assert [e.origin for e in pool] == ["refine", "refine_hot", "refine_hot"]
     assert [round(e.credit or 0, 3) for e in pool] == [round(v / 42, 3) for v in (10, 30, 20)]
     assert result.best.files["solution.py"].strip() == writes(30)
     assert result.rounds[1].feedback.credit == pytest.approx(30 / 42)
@@ -286,7 +303,7 @@ def test_token_budget_stops_the_search(tmp_path: Path) -> None:
 
 
 def test_token_budget_also_cuts_the_search_inside_a_round(tmp_path: Path) -> None:
-    replies = {GEN: [code(CRASH), code(writes(3))], REFINE: [fix(writes(1)), fix(writes(2))]}
+    replies = {GEN: [code(CRASH)], REFINE: [fix(writes(1)), fix(writes(2)), fix(writes(3))]}
     unbounded = agent_for(ScriptedLLM.by_system(replies), tmp_path / "a", pool_size=3, max_rounds=2)
     full = unbounded.run(make_task(tmp_path / "a", checker=SCORED_CHECK))
     assert len(full.rounds[1].pool) == 3
@@ -317,8 +334,8 @@ def test_hot_samples_also_repair_the_last_rounds_runner_up(tmp_path: Path) -> No
 
     llm = ScriptedLLM.by_system(
         {
-            GEN: [code(CRASH), code(writes(1))],
-            REFINE: [fix(writes(10)), fix(writes(5)), repair, repair],
+            GEN: [code(CRASH)],
+            REFINE: [fix(writes(10)), fix(writes(5)), fix(writes(1)), repair, repair],
         }
     )
     task = make_task(tmp_path, checker=SCORED_CHECK)

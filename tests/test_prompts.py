@@ -45,6 +45,29 @@ def test_refiner_renders_kind_guidance_tried_fixes_and_previous(kind: FeedbackKi
     assert "PREV" in text and "used float()" in text and "do not repeat" in text
 
 
+def refiner_for_crash(workspace: dict[str, str] | None = None) -> str:
+    return prompts.render_refiner(
+        goal="g",
+        previous="PREV",
+        round_no=1,
+        feedback="kind: x",
+        kind="runtime_error",
+        tried=[],
+        lessons="",
+        passed_external=False,
+        workspace=workspace,
+    )
+
+
+def test_refiner_sees_the_input_files_before_the_attempt() -> None:
+    # A crash on one input value is repaired for all of them only if the other values'
+    # formats are in view ("$860.45" crashed; "$4,332.59" is next).
+    text = refiner_for_crash({"a.csv": 'amount\n$860.45\n"$4,332.59"'})
+    assert "--- a.csv ---" in text and "$4,332.59" in text
+    assert text.index("$4,332.59") < text.index("PREV")
+    assert "Input files" not in refiner_for_crash()
+
+
 def test_each_kind_has_distinct_guidance() -> None:
     texts = list(prompts.KIND_GUIDANCE.values())
     assert len(set(texts)) == len(texts) == len(get_args(FeedbackKind))
