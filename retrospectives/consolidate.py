@@ -1,7 +1,9 @@
 """The consolidation pass: cluster lessons by root cause, write canonical lessons, reversibly.
 
     lease (SQL, expiry, CAS) -> embed root causes of lessons without a vector (cached in SQL)
-    -> per (scope, error type) with new lessons: leader clustering (retrospectives.cluster)
+    -> per scope with new lessons, across error types: average linkage on root-cause vector
+       + word overlap (retrospectives.link); per (scope, error type) leader clustering
+       (retrospectives.cluster) with `across_error_types=False`
     -> per cluster: canonical text (model or fallback) -> one SQL transaction (memory.merges)
     -> index update -> mark the bucket's new lessons processed -> release the lease
 
@@ -21,6 +23,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import update
 from sqlmodel import col, select
@@ -35,9 +38,17 @@ from memory.schema import INDEX_DONE, LessonRow, to_lesson
 from memory.store import Memory
 from memory.types import Lesson
 from retrospectives.canonical import write_canonical
-from retrospectives.cluster import Matrix, leader_clusters
+from retrospectives.cluster import Cluster, Matrix, leader_clusters
 from retrospectives.errors import ConsolidationBusyError
-from retrospectives.vectors import Bucket, bucket_vectors, embed_pending, mark_processed
+from retrospectives.link import LinkConfig, linked_clusters
+from retrospectives.vectors import (
+    Bucket,
+    BucketVectors,
+    bucket_vectors,
+    cause_texts,
+    embed_pending,
+    mark_processed,
+)
 from retrospectives.vectors import buckets as vector_buckets
 
 LEASE_NAME = "consolidation"
@@ -49,7 +60,13 @@ class ConsolidationConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    # Root causes at least this similar are one cluster (tests/retro/test_consolidate_quality).
+    # One root cause shows up under several error types: cluster each scope as a whole
+    # (retrospectives.link). False: per (scope, error type), leader clustering on `threshold`.
+    across_error_types: bool = True
+    # Across types: average pair score (cosine + word overlap, retrospectives.link) to join.
+    link_threshold: float = Field(default=LinkConfig.threshold, gt=0, le=1)
+    lexical_weight: float = Field(default=LinkConfig.lexical_weight, ge=0, le=1)
+    # Per type: root causes at least this similar are one cluster.
     threshold: float = Field(default=0.6, gt=0, le=1)
     # Fixes at least this similar count as one fix inside a merged lesson.
     fix_threshold: float = Field(default=0.8, gt=0, le=1)
@@ -149,7 +166,9 @@ class Consolidator:
         t0 = time.perf_counter()
         embedded = embed_pending(self.memory)
         t_embed = time.perf_counter() - t0
-        buckets = vector_buckets(self.memory, full=self.config.full)
+        buckets = vector_buckets(
+            self.memory, full=self.config.full, across_types=self.config.across_error_types
+        )
         tally = _Tally(held=held)
         for bucket in buckets:
             if should_stop():
@@ -178,14 +197,7 @@ class Consolidator:
     def _bucket(self, bucket: Bucket, tally: _Tally, should_stop: StopCheck) -> None:
         t1 = time.perf_counter()
         vectors = bucket_vectors(self.memory, bucket, full=self.config.full)
-        clusters = leader_clusters(
-            vectors.old_ids,
-            vectors.old,
-            vectors.new_ids,
-            vectors.new,
-            threshold=self.config.threshold,
-            batch=self.config.batch,
-        )
+        clusters = self._clusters(vectors)
         tally.t_cluster += time.perf_counter() - t1
         tally.new += len(vectors.new_ids)
         t2 = time.perf_counter()
@@ -220,6 +232,34 @@ class Consolidator:
         mark_processed(self.memory, [i for i in vectors.new_ids if i not in retry])
         tally.t_write += time.perf_counter() - t2
 
+    def _clusters(self, vectors: BucketVectors) -> list[Cluster]:
+        """The bucket's clusters: across error types (default) or leader clustering."""
+        cfg = self.config
+        if not cfg.across_error_types:
+            return leader_clusters(
+                vectors.old_ids,
+                vectors.old,
+                vectors.new_ids,
+                vectors.new,
+                threshold=cfg.threshold,
+                batch=cfg.batch,
+            )
+        if not vectors.new_ids:
+            return []
+        ids = [*vectors.old_ids, *vectors.new_ids]
+        return linked_clusters(
+            ids,
+            [True] * len(vectors.old_ids) + [False] * len(vectors.new_ids),
+            np.vstack([vectors.old, vectors.new]),
+            cause_texts(self.memory, ids),
+            LinkConfig(
+                threshold=cfg.link_threshold,
+                lexical_weight=cfg.lexical_weight,
+                max_size=cfg.max_cluster,
+                batch=cfg.batch,
+            ),
+        )
+
     def _merge(
         self,
         bucket: Bucket,
@@ -248,7 +288,8 @@ class Consolidator:
         fold = bool(leader.merged_from)
         plan = merges.MergePlan(
             scope=bucket[0],
-            error_type=bucket[1],
+            # Across types the canonical keeps its leader's type (members keep theirs).
+            error_type=leader.error_type,
             canonical_id=leader.id if fold else None,
             member_ids=tuple(m.id for m in (lessons[1:] if fold else lessons)),
             expected={m.id: m.updated_at for m in lessons},
