@@ -14,6 +14,12 @@ cause shows up under several exceptions (a BOM is a KeyError in one program, a V
 JSONDecodeError in another). On the labelled set (scripts/bench_recall.py) a ranking boost for
 the query's types helped nothing, so the type gates and does not reorder.
 
+Seed gate: at the seed stage (task start) there is no error type to gate on, and the cut
+alone handed lessons to most unrelated failures sent as seed queries (scripts/bench_recall.py,
+"seed stage"). There recall answers only if its best candidate reaches `seed_min_similarity`
+(all or nothing: the lessons below it that rank with the best one stay, so hit@3 is not cut
+twice). A query that sets its own `min_similarity` is not gated.
+
 Ranking, for each candidate:
 
     relevance = (k + 1) / 2 * (1 / (k + rank_vector) + 1 / (k + rank_bm25))   # 1 = first in both
@@ -61,6 +67,10 @@ class RecallConfig:
     """Knobs of recall. The defaults are calibrated on all-MiniLM-L6-v2 (see README note)."""
 
     min_similarity: float
+    # Seed stage (task start, no error types to gate on): recall answers only if its best
+    # candidate reaches this cosine, else nothing; the answer is then as without the gate.
+    # None: no seed gate. See "Seed gate" in the module docstring.
+    seed_min_similarity: float | None = 0.55
     # Cosine of root cause + fix embeddings above which a lower-ranked lesson is dropped as
     # saying the same thing; equal to the dedup threshold: such lessons would have been
     # merged had they shared scope and error type.
@@ -265,6 +275,14 @@ def _rank(
     return ranked
 
 
+def passes_seed_gate(query: LessonQuery, found: Sequence[_Candidate], config: RecallConfig) -> bool:
+    """False when a seed-stage query's best candidate stays below `seed_min_similarity`."""
+    gate = config.seed_min_similarity
+    if query.stage != "seed" or gate is None or query.min_similarity is not None:
+        return True
+    return max((c.similarity for c in found), default=-1.0) >= gate
+
+
 def recall(
     query: LessonQuery,
     *,
@@ -280,7 +298,7 @@ def recall(
     cut = config.min_similarity if query.min_similarity is None else query.min_similarity
     search = _Search(query, embedder.embed([query.text])[0], index, lexical, db, cut)
     found = _gather(search, max(config.candidate_pool, query.limit * 4), query.limit)
-    if not found:
+    if not found or not passes_seed_gate(query, found, config):
         return []
     ranked = _rank(found, config, utcnow())
     return _diversify(ranked, query.limit, query.token_budget, config.diversity_similarity)

@@ -20,6 +20,12 @@ no-lesson rate is the share that got an empty recall. Every method is also score
 and the even labelled queries: recall has no per-query knobs, and a change that helps one
 half only is not a change to trust.
 recall nothing: the no-lesson rate is the share that got an empty recall.
+
+Both stages are shown. Reflection: the error queries above with their error types, against
+the unrelated errors. Seed (task start, no error types; scripts/_recall_stages.py): the same
+error texts sent at the seed stage, and the loop's task-start text (goal + first lines of the
+input files) for each labelled case's `task_goal`, against the unrelated errors and goals;
+each with and without the seed gate (memory.recall, `seed_min_similarity`).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import time
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal, NamedTuple, Protocol
 
@@ -49,6 +56,7 @@ from memory.dedup import index_text
 from memory.quality import RankingMetrics, no_lesson_rate, ranking_metrics
 from memory.types import RecallStage
 from scripts._benchlib import REPO, round_robin, write_json_atomic
+from scripts._recall_stages import gated, seed_text, seed_views
 
 SUITE = REPO / "benchmarks" / "recall"
 CHECKER = REPO / "examples" / "traps" / "_checker.py"
@@ -77,6 +85,7 @@ class CaseSpec(BaseModel):
     encodings: dict[str, str] = Field(default_factory=dict)
     expected: str | None = None
     timeout_s: float = 20.0
+    task_goal: str | None = None
 
 
 class Suite(NamedTuple):
@@ -140,7 +149,8 @@ def load_suite(root: Path = SUITE) -> Suite:
 def run_case(case: CaseSpec, sandbox: Sandbox, checker: Path = CHECKER) -> Query:
     """Run a case's program in the sandbox (or take its goal) and build the loop's query."""
     if case.goal is not None:
-        return Query(id=case.id, target=None, text=case.goal, error_types=(), stage="seed",
+        text = seed_text(case.goal, case.files, case.encodings)
+        return Query(id=case.id, target=None, text=text, error_types=(), stage="seed",
                      kind="goal")  # fmt: skip
     if case.program is None:
         raise ValueError(f"case {case.id}: needs a program or a goal")
@@ -292,11 +302,48 @@ def build_memory(
     return memory, labels
 
 
+def task_start(case: CaseSpec) -> Query | None:
+    """The seed query of the task a labelled case stands for (None without a `task_goal`)."""
+    if case.task_goal is None:
+        return None
+    return Query(id=f"{case.id}@task", target=case.lesson, error_types=(), stage="seed",
+                 text=seed_text(case.task_goal, case.files, case.encodings),
+                 kind="task start")  # fmt: skip
+
+
+def evaluate_seed(
+    memory: Memory,
+    labels: dict[str, str],
+    related: Sequence[Query],
+    unrelated: Sequence[Query],
+    task_starts: Sequence[Query],
+) -> list[MethodReport]:
+    """The seed stage (scripts/_recall_stages.py), with and without the seed gate."""
+    ranker = MemoryRanker(memory, labels, LOOP_LIMIT, LOOP_BUDGET, None, False)
+    gate = memory.recall_config.seed_min_similarity
+    reports = []
+    for view, (labelled, others) in seed_views(related, unrelated, task_starts, Query).items():
+        if not labelled:
+            continue
+        for on in (False, True):
+            name = f"{view}: " + (f"seed gate (best >= {gate})" if on else "no seed gate")
+            run = partial(evaluate_method, name, ranker, labelled, others, has_cut=True,
+                          note="recall as built")  # fmt: skip
+            reports.append(gated(memory, on, run))
+    return reports
+
+
 def evaluate(
-    suite: Suite, related: Sequence[Query], unrelated: Sequence[Query], embedder: Embedder
+    suite: Suite,
+    related: Sequence[Query],
+    unrelated: Sequence[Query],
+    embedder: Embedder,
+    task_starts: Sequence[Query] = (),
 ) -> list[MethodReport]:
     """Every method of the module docstring on the same queries."""
     memory, labels = build_memory(embedder, suite.lessons)
+    seed_unrelated = list(unrelated)
+    unrelated = [q for q in unrelated if q.stage == "reflection"]
     cut = memory.recall_config.min_similarity
     as_built = (
         f"MiniLM + BM25 fused, error-type gate, similarity >= {cut}, {LOOP_LIMIT} lessons, "
@@ -314,6 +361,7 @@ def evaluate(
             evaluate_method(name, ranker, related, unrelated, has_cut=has_cut, note=note)
             for name, ranker, has_cut, note in methods
         ]
+        reports += evaluate_seed(memory, labels, related, seed_unrelated, task_starts)
     finally:
         memory.close()
     for use_types in (True, False):
@@ -344,6 +392,8 @@ def print_report(report: RecallReport, console: Console) -> None:
     console.print(table)
     built = report.methods[0]
     for q in report.queries:
+        if q.id not in built.rankings:
+            continue
         if not q.target or [x for x, _ in built.rankings[q.id][:1]] == [q.target]:
             continue
         got = ", ".join(f"{x} {s:.2f}" for x, s in built.rankings[q.id]) or "nothing"
@@ -356,7 +406,8 @@ def run_benchmark(
 ) -> RecallReport:  # fmt: skip
     """Run the (round-robin `limit` of the) labelled cases and the unrelated ones; score."""
     start = time.monotonic()
-    cases = [*round_robin(suite.cases, lambda c: c.lesson or "", limit), *suite.unrelated]
+    labelled = round_robin(suite.cases, lambda c: c.lesson or "", limit)
+    cases = [*labelled, *suite.unrelated]
     queries = []
     for i, case in enumerate(cases, 1):
         if on_case is not None:
@@ -364,9 +415,10 @@ def run_benchmark(
         queries.append(run_case(case, sandbox))
     related = [q for q in queries if q.target]
     unrelated = [q for q in queries if not q.target]
+    starts = [s for c in labelled if (s := task_start(c)) is not None]
     return RecallReport(
-        embedder=embedder.model_id, lessons=len(suite.lessons), queries=tuple(queries),
-        methods=tuple(evaluate(suite, related, unrelated, embedder)),
+        embedder=embedder.model_id, lessons=len(suite.lessons), queries=(*queries, *starts),
+        methods=tuple(evaluate(suite, related, unrelated, embedder, starts)),
         seconds=round(time.monotonic() - start, 2),
     )  # fmt: skip
 

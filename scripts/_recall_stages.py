@@ -1,0 +1,63 @@
+"""The seed stage of scripts/bench_recall.py: the queries a task start sends, and their scores.
+
+Two kinds of seed query, both without error types (the loop has none at task start):
+- "error text as seed": each labelled and unrelated error's compressed feedback sent at the
+  seed stage, the same text as at reflection minus the error-type gate (how the issue's
+  hidden set measures the seed stage);
+- "task start": the text `agent.loop` builds for a task (`seed_text`: the goal, then the
+  first 3 lines of each input file, 300 bytes read), for the labelled cases' `task_goal`s and
+  the unrelated goals.
+Each is scored with the seed gate (recall as built) and without it (`seed_min_similarity`
+None), on the odd and the even labelled queries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from agent.task import preview_bytes
+
+PREVIEW_BYTES, PREVIEW_LINES = 300, 3
+
+
+def seed_text(goal: str, files: Mapping[str, str], encodings: Mapping[str, str]) -> str:
+    """What agent.loop's `_seed_text` makes of a task with these workspace files."""
+    parts = [goal]
+    for name in sorted(files):
+        raw = files[name].encode(encodings.get(name, "utf-8"))
+        preview = preview_bytes(raw[:PREVIEW_BYTES], cut=len(raw) > PREVIEW_BYTES)
+        head = "\n".join(preview.splitlines()[:PREVIEW_LINES])
+        parts.append(f"--- {name} ---\n{head}")
+    return "\n".join(parts)
+
+
+def as_seed(query: Any, query_type: type[Any]) -> Any:
+    """A reflection query's text sent at the seed stage: no error types."""
+    return query_type(id=f"{query.id}@seed", target=query.target, text=query.text,
+                      error_types=(), stage="seed", kind="error text as seed")  # fmt: skip
+
+
+def seed_views(
+    related: Sequence[Any], unrelated: Sequence[Any], task_starts: Sequence[Any], query_type: type
+) -> dict[str, tuple[list[Any], list[Any]]]:
+    """{view name: (labelled queries, unrelated queries)} of the seed stage."""
+    errors = [as_seed(q, query_type) for q in related]
+    unrelated_errors = [as_seed(q, query_type) for q in unrelated if q.stage == "reflection"]
+    goals = [q for q in unrelated if q.stage == "seed"]
+    return {
+        "seed stage, error text": (errors, unrelated_errors + goals),
+        "seed stage, task start": (list(task_starts), goals),
+    }
+
+
+def gated(memory: Any, on: bool, run: Callable[[], Any]) -> Any:
+    """Run with the seed gate on (the store's setting) or off, then restore the setting."""
+    config = memory.recall_config
+    if not on:
+        memory.recall_config = dataclasses.replace(config, seed_min_similarity=None)
+    try:
+        return run()
+    finally:
+        memory.recall_config = config
