@@ -9,7 +9,8 @@ recalled, whatever its words: the cut is what lets an unrelated task get no less
 
 Error types: when the query names some (the loop sends the exception name and the feedback
 kind at reflection), recall answers only if at least one lesson of those types passes the cut
-(memory has seen this kind of failure); it then ranks lessons of every type, because a root
+(memory has seen this kind of failure; a lesson merged across error types counts under the
+types of every lesson merged into it); it then ranks lessons of every type, because a root
 cause shows up under several exceptions (a BOM is a KeyError in one program, a ValueError or a
 JSONDecodeError in another). On the labelled set (scripts/bench_recall.py) a ranking boost for
 the query's types helped nothing, so the type gates and does not reorder.
@@ -94,6 +95,9 @@ class _Candidate:
     similarity: float
     bm25: float
     flagged: bool  # for review (memory.lift)
+    # Its error type and those of the lessons merged into it (consolidation merges one root
+    # cause across error types): what the error-type gate looks at.
+    types: frozenset[str] = frozenset()
 
 
 def lift(lesson: Lesson) -> float:
@@ -144,16 +148,29 @@ def where_clause(query: LessonQuery, *, with_status: bool = False) -> dict[str, 
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
-def _load(db: Database, ids: Sequence[str]) -> tuple[dict[str, tuple[Lesson, Vector]], set[str]]:
-    """The lessons by id, and which of them are flagged for review (one read)."""
+_Loaded = tuple[dict[str, tuple[Lesson, Vector]], set[str], dict[str, frozenset[str]]]
+
+
+def _load(db: Database, ids: Sequence[str]) -> _Loaded:
+    """The lessons by id, which are flagged for review, and each one's error types."""
     if not ids:
-        return {}, set()
+        return {}, set(), {}
     with db.read() as session:
         rows = session.exec(select(LessonRow).where(col(LessonRow.id).in_(list(ids)))).all()
         flagged = session.exec(
             select(ReviewRow.lesson_id).where(col(ReviewRow.lesson_id).in_(list(ids)))
         ).all()
-        return {row.id: (to_lesson(row), unpack(row.dedup_vector)) for row in rows}, set(flagged)
+        members = session.exec(
+            select(LessonRow.merged_into, LessonRow.error_type).where(
+                col(LessonRow.merged_into).in_(list(ids))
+            )
+        ).all()
+    types = {row.id: {row.error_type} for row in rows}
+    for canonical, error_type in members:
+        if canonical in types:
+            types[canonical].add(error_type)
+    loaded = {row.id: (to_lesson(row), unpack(row.dedup_vector)) for row in rows}
+    return loaded, set(flagged), {i: frozenset(ts) for i, ts in types.items()}
 
 
 def _still_fits(lesson: Lesson, query: LessonQuery) -> bool:
@@ -217,9 +234,11 @@ class _Search:
     def candidates(self, ids: Sequence[str]) -> list[_Candidate]:
         """Those of `ids` above the cut that SQL still calls recallable in these scopes."""
         above = [i for i in dict.fromkeys(ids) if self.similarity.get(i, -1.0) >= self.cut]
-        loaded, flagged = _load(self.db, above)
+        loaded, flagged, types = _load(self.db, above)
         return [
-            _Candidate(lesson, vec, self.similarity[i], self.bm25.get(i, 0.0), i in flagged)
+            _Candidate(
+                lesson, vec, self.similarity[i], self.bm25.get(i, 0.0), i in flagged, types[i]
+            )  # fmt: skip
             for i in above
             if i in loaded
             for lesson, vec in [loaded[i]]
@@ -238,11 +257,11 @@ def _gather(search: _Search, pool: int, limit: int) -> list[_Candidate]:
         # filter by status (slower, so only when the fast path came up short).
         hits = search.nearest(pool, {"status": {"$in": list(RECALLABLE)}})
         found = search.candidates([c.lesson.id for c in found] + [h.lesson_id for h in hits])
-    types = search.query.error_types
-    if types and not any(c.lesson.error_type in types for c in found) and saturated:
+    types = frozenset(search.query.error_types)
+    if types and not any(c.types & types for c in found) and saturated:
         typed = search.nearest(limit, where_clause(search.query, with_status=True))
         found = search.candidates([c.lesson.id for c in found] + [h.lesson_id for h in typed])
-    if types and not any(c.lesson.error_type in types for c in found):
+    if types and not any(c.types & types for c in found):
         return []  # memory has not seen this kind of failure
     return found
 

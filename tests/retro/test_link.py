@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from memory.store import Memory
-from memory.types import LessonDraft, LessonFilter
+from memory.types import LessonDraft, LessonFilter, LessonQuery
 from retrospectives.consolidate import ConsolidationConfig, consolidate, undo
 from retrospectives.link import Lexical, LinkConfig, linked_clusters
 
@@ -99,6 +99,10 @@ def test_a_pass_merges_one_cause_across_types_never_across_scopes() -> None:
         assert len(canonical.merged_from) == 2
         members = {les.error_type for les in lessons if les.merged_into == canonical.id}
         assert members == {"ValueError", "check_failed"}
+        # The reflection gate sees the members' types: a check_failed query finds the canonical.
+        query = LessonQuery(text=f"{canonical.symptom}\n{canonical.root_cause}", scope="s1",
+                            stage="reflection", error_types=("check_failed",))  # fmt: skip
+        assert [h.lesson.id for h in memory.recall(query)] == [canonical.id]
         undo(memory, merge.id)
         restored = memory.list_lessons(LessonFilter(limit=100)).items
         assert sorted(les.status for les in restored) == ["candidate"] * 4
