@@ -52,11 +52,13 @@ def seed_views(
     }
 
 
-def gated(memory: Any, on: bool, run: Callable[[], Any]) -> Any:
-    """Run with the seed gate on (the store's setting) or off, then restore the setting."""
+SEED_GATE = 0.55  # memory.recall's measured seed gate (off by default in the store)
+
+
+def gated(memory: Any, gate: float | None, run: Callable[[], Any]) -> Any:
+    """Run with the seed gate at `gate` (None: off), then restore the store's setting."""
     config = memory.recall_config
-    if not on:
-        memory.recall_config = dataclasses.replace(config, seed_min_similarity=None)
+    memory.recall_config = dataclasses.replace(config, seed_min_similarity=gate)
     try:
         return run()
     finally:

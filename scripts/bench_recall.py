@@ -56,7 +56,7 @@ from memory.dedup import index_text
 from memory.quality import RankingMetrics, no_lesson_rate, ranking_metrics
 from memory.types import RecallStage
 from scripts._benchlib import REPO, round_robin, write_json_atomic
-from scripts._recall_stages import gated, seed_text, seed_views
+from scripts._recall_stages import SEED_GATE, gated, seed_text, seed_views
 
 SUITE = REPO / "benchmarks" / "recall"
 CHECKER = REPO / "examples" / "traps" / "_checker.py"
@@ -320,16 +320,15 @@ def evaluate_seed(
 ) -> list[MethodReport]:
     """The seed stage (scripts/_recall_stages.py), with and without the seed gate."""
     ranker = MemoryRanker(memory, labels, LOOP_LIMIT, LOOP_BUDGET, None, False)
-    gate = memory.recall_config.seed_min_similarity
     reports = []
     for view, (labelled, others) in seed_views(related, unrelated, task_starts, Query).items():
         if not labelled:
             continue
-        for on in (False, True):
-            name = f"{view}: " + (f"seed gate (best >= {gate})" if on else "no seed gate")
+        for gate in (None, SEED_GATE):
+            name = f"{view}: " + (f"seed gate (best >= {gate})" if gate else "no seed gate")
             run = partial(evaluate_method, name, ranker, labelled, others, has_cut=True,
                           note="recall as built")  # fmt: skip
-            reports.append(gated(memory, on, run))
+            reports.append(gated(memory, gate, run))
     return reports
 
 

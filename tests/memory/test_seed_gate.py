@@ -36,9 +36,9 @@ def _recall(memory: Memory, text: str, **kw: object) -> list[str]:
 
 
 def test_seed_stage_needs_a_best_candidate_above_its_own_gate() -> None:
-    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4) as memory:
+    gate = {"seed_min_similarity": 0.55}
+    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4, **gate) as memory:
         memory.add(LESSON)
-        assert memory.recall_config.seed_min_similarity == 0.55
         # 0.47: above the cut, below the seed gate -> nothing at the seed stage ...
         assert _recall(memory, "MIDDLE task", stage="seed") == []
         # ... but the reflection stage (error-type gate) still answers, as before
@@ -51,7 +51,8 @@ def test_seed_stage_needs_a_best_candidate_above_its_own_gate() -> None:
         assert _recall(memory, "FAR task", stage="seed") == []
 
 
-def test_seed_gate_off_answers_above_the_cut() -> None:
-    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4, seed_min_similarity=None) as m:
+def test_seed_gate_is_off_by_default_and_then_answers_above_the_cut() -> None:
+    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4) as m:
+        assert m.recall_config.seed_min_similarity is None
         m.add(LESSON)
         assert _recall(m, "MIDDLE task", stage="seed") == [LESSON.symptom]
