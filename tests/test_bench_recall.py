@@ -89,6 +89,10 @@ def test_small_run_with_the_real_embedder(sandbox: Sandbox) -> None:
         assert method.related.n == 5
         assert 0.0 <= method.related.hit_at_1 <= method.related.hit_at_3 <= 1.0
     built = report.methods[0]
-    assert built.no_lesson_rate is not None
+    # Only seed-stage unrelated queries (goals) here: the reflection methods have none ...
+    assert built.no_lesson_rate is None
+    seed = {m.name: m for m in report.methods if m.name.startswith("seed stage")}
+    assert len(seed) == 4  # error text / task start x without / with the seed gate
+    assert all(m.no_lesson_rate is not None for m in seed.values())  # ... the seed views do
     assert all(len(r) <= 3 for r in built.rankings.values())  # the loop's lesson limit
     assert built.related.hit_at_1 > 0  # MiniLM ranks at least one right lesson first here
