@@ -13,6 +13,7 @@ from agent.candidate import Candidate
 from agent.classify import classify
 from agent.critic import Critique, critique_feedback, unreadable_critique
 from agent.errors import StructuredOutputError
+from agent.evidence import input_evidence
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
 from agent.rules import rule_check
@@ -84,6 +85,10 @@ class Checks:
         if feedback.kind == "resource_error" and (feedback.error_type or "").startswith("SIG"):
             # A kill by a limit can be load on a shared machine: one retry before a rewrite.
             feedback = attempt()
+        if feedback.kind == "runtime_error":
+            evidence = input_evidence(feedback.key_message, self.task.workspace)
+            if evidence:
+                feedback = feedback.model_copy(update={"input_evidence": evidence})
         return feedback
 
     def _critique(
