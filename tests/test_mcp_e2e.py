@@ -382,8 +382,34 @@ def test_stdio_on_postgres_and_a_chroma_server(tmp_path: Path) -> None:
                 await call(b, "report_outcome", run_id=run["run_id"], lesson_ids=[], passed=True)
                 detail = await call(a, "get_lesson", lesson_id=created["lesson_id"])
                 assert detail["lesson"]["helped"] == 1 and detail["lesson"]["seen"] == 2
+                # The index, then the database go away: tool errors that say so, no traceback.
+                chroma.stop()
+                message = await call_error(b, "recall_lessons", text=QUERY, scope="billing")
+                assert message.startswith("Error executing tool recall_lessons: the lesson store")
+                pg.stop()
+                message = await call_error(a, "get_lesson", lesson_id=created["lesson_id"])
+                assert message.startswith("Error executing tool get_lesson: the lesson store")
+                assert "Traceback" not in message
 
         anyio.run(scenario)
     finally:
         chroma.stop()
         pg.stop()
+
+
+def test_example_assistant_loop_runs(tmp_path: Path) -> None:
+    """The README's example: another agent's loop learns over MCP (default MiniLM embedder)."""
+    done = subprocess.run(
+        [sys.executable, "examples/assistant_loop.py", str(tmp_path / "store")],
+        cwd=ROOT,
+        env=_env(embedder=None),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("task A: could not convert string to float")
+    assert "lesson created" in lines[0]
+    assert lines[2].startswith("task B: passed (first try), used les_")
+    assert lines[3].endswith("given to 1 run(s), 1 passed")
