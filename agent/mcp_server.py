@@ -94,9 +94,20 @@ def _recall_result(answer: RecallAnswer) -> CallToolResult:
     )
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lessonloop")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        return ""
+
+
 def build_server(tools: LessonTools) -> MCPServer:
     """An `MCPServer` whose tools call `tools`; no transport yet."""
-    server: MCPServer = MCPServer("lessonloop", instructions=INSTRUCTIONS, log_level="INFO")
+    server: MCPServer = MCPServer(
+        "lessonloop", version=_version(), instructions=INSTRUCTIONS, log_level="INFO"
+    )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)
