@@ -110,7 +110,12 @@ def build_server(tools: LessonTools) -> MCPServer:
     )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
-    @server.tool(annotations=read_only)
+    # With a run_id, recall records what the run was given (counted once per lesson).
+    @server.tool(
+        annotations=ToolAnnotations(
+            destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        )
+    )
     def recall_lessons(
         text: Annotated[
             str,
@@ -166,7 +171,7 @@ def build_server(tools: LessonTools) -> MCPServer:
                 include_global=include_global,
             )
 
-    @server.tool()
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
     def record_lesson(
         scope: Scope,
         error_type: ErrorType,

@@ -108,7 +108,8 @@ class SearchAnswer(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     lessons: tuple[RecalledLesson, ...]
-    total: int  # every lesson that matched (a page may show fewer)
+    # Every lesson that matched (a page may show fewer); by meaning, of the 50 best at most.
+    total: int
 
 
 class RecordAnswer(BaseModel):

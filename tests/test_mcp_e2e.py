@@ -125,6 +125,9 @@ def test_stdio_tools_end_to_end(tmp_path: Path) -> None:
         async with stdio_session(store, tmp_path / "server.log") as s:
             listed = await s.list_tools()
             schemas = {t.name: t.input_schema for t in listed.tools}
+            outputs = {t.name: (t.output_schema or {}).get("properties", {}) for t in listed.tools}
+            assert {"block", "lesson_ids", "lessons"} <= set(outputs["recall_lessons"])
+            assert {"action", "reason", "lesson_id", "redacted"} <= set(outputs["record_lesson"])
             assert set(schemas) == TOOLS
             recall = schemas["recall_lessons"]
             assert recall["required"] == ["text", "scope"]

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.errors import ToolCallError
+from agent.errors import ConfigurationError, ToolCallError
+from agent.mcp_server import check_bind
 from agent.mcp_tools import LessonTools
 from memory import LessonNotFoundError, Memory
 from memory.curate import TransitionError
@@ -137,3 +138,12 @@ def test_search_lists_or_finds_and_top_renders(tools: LessonTools) -> None:
     assert top.startswith("Top lessons of scope 'billing' (2 active)")
     assert "utf-8-sig" in top
     assert tools.top_lessons("empty") == "No lessons in scope 'empty' yet."
+
+
+def test_http_binds_beyond_loopback_only_with_a_token() -> None:
+    for host in ("127.0.0.1", "127.0.0.2", "::1", "localhost"):
+        check_bind(host, None)
+    for host in ("0.0.0.0", "192.168.1.20", "::", "example.org"):
+        with pytest.raises(ConfigurationError, match="not a loopback address"):
+            check_bind(host, None)
+        check_bind(host, "a-token")
