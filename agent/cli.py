@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -255,6 +256,57 @@ def doctor(
         failed = [c.name for c in report.checks if not c.ok]
         err.print("all checks passed" if not failed else f"failed: {', '.join(failed)}")
     raise typer.Exit(0 if report.ok else 1)
+
+
+class McpTransport(StrEnum):
+    """`--transport` values (agent.mcp_server.Transport)."""
+
+    stdio = "stdio"
+    http = "http"
+
+
+@app.command()
+def mcp(
+    memory: Annotated[
+        str | None, typer.Option("--memory", help="Store: a path or an SQLAlchemy URL")
+    ] = None,
+    transport: Annotated[
+        McpTransport, typer.Option("--transport", help="stdio (launched by a client) or http")
+    ] = McpTransport.stdio,
+    host: Annotated[str, typer.Option("--host", help="HTTP: address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="HTTP: 0 = free")] = 0,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="LESSONLOOP_MCP_TOKEN",
+            help="HTTP: every request needs 'Authorization: Bearer TOKEN' (required off loopback)",
+        ),
+    ] = None,
+) -> None:
+    """Serve the memory to any assistant over MCP: recall, record, report outcomes, curate."""
+    from agent.mcp_server import check_bind, serve
+    from agent.mcp_tools import LessonTools
+
+    try:
+        if transport is McpTransport.http:
+            check_bind(host, token)
+        settings = Settings.from_env(memory=memory)
+        store = open_memory(settings)
+    except USER_ERRORS as exc:
+        err.print(Text("error: ", style="red") + Text(str(exc)))
+        raise typer.Exit(2) from exc
+    try:
+        serve(
+            LessonTools(store),
+            transport=transport.value,
+            host=host,
+            port=port,
+            token=token,
+            on_listen=lambda url: err.print(f"lessonloop MCP server on {url}"),
+        )
+    finally:
+        store.close()
 
 
 app.add_typer(lessons_app, name="lessons")

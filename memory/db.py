@@ -113,7 +113,12 @@ class Database:
     def read(self) -> Iterator[Session]:
         """A session for reads; nothing is committed."""
         with Session(self.engine, expire_on_commit=False) as session:
-            yield session
+            try:
+                yield session
+            except OperationalError as exc:
+                # The database is away or broken (server stopped, unreadable file): the
+                # operator has to act, as for a failed write.
+                raise MemoryBackendError(f"the SQL store could not be read: {exc.orig}") from exc
 
     @contextmanager
     def write(self, lock_scope: str | None = None) -> Iterator[Session]:

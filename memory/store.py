@@ -28,6 +28,7 @@ from memory.embeddings import Embedder, HashEmbedder
 from memory.errors import EmbeddingMismatchError, LessonNotFoundError, MemoryConfigError
 from memory.index import LessonIndex, embedded_client, ephemeral_client, http_client
 from memory.lexical import LexicalIndex
+from memory.lift import LessonLift
 from memory.recall import RecallConfig, recall
 from memory.schema import LessonRow, to_lesson
 from memory.sync import Progress
@@ -382,6 +383,10 @@ class Memory:
     def uses(self, lesson_id: str) -> list[LessonUse]:
         """Every recorded use of a lesson, oldest first."""
         return runs.uses(self.db, lesson_id)
+
+    def lesson_lift(self, lesson_ids: Sequence[str] | None = None) -> list[LessonLift]:
+        """Lift of the given lessons (default: every lesson not merged); see `memory.lift`."""
+        return lift_stats.lesson_lift(self.db, lesson_ids)
 
     # -- index maintenance -------------------------------------------------------------
 
