@@ -218,7 +218,7 @@ def _print_demo(report: DemoReport) -> None:
         )
     out.print(table)
     out.print(Text(f"verdict: {report.verdict}", style="bold"))
-    out.print(f"memory kept at {report.memory} (lessonloop lessons list --memory {report.memory})")
+    out.print(f"memory kept at {report.memory} (lessonloop lessons --memory {report.memory} list)")
 
 
 @app.command()
