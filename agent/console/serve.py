@@ -69,7 +69,10 @@ def serve(
             url = url_of(sock, host)
             on_ready(url + (f"?token={token}" if token else ""))
             config = uvicorn.Config(app, log_level="warning", access_log=False)
-            uvicorn.Server(config).run(sockets=[sock])
+            try:
+                uvicorn.Server(config).run(sockets=[sock])
+            except KeyboardInterrupt:
+                pass  # uvicorn re-raises the Ctrl-C it shut down on: a normal stop
         finally:
             sock.close()
     finally:
