@@ -8,6 +8,7 @@ so whoever reads it can connect at once. Blocks until interrupted (Ctrl-C / SIGT
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -69,10 +70,9 @@ def serve(
             url = url_of(sock, host)
             on_ready(url + (f"?token={token}" if token else ""))
             config = uvicorn.Config(app, log_level="warning", access_log=False)
-            try:
+            # uvicorn re-raises the Ctrl-C it shut down on: for us that is a normal stop.
+            with contextlib.suppress(KeyboardInterrupt):
                 uvicorn.Server(config).run(sockets=[sock])
-            except KeyboardInterrupt:
-                pass  # uvicorn re-raises the Ctrl-C it shut down on: a normal stop
         finally:
             sock.close()
     finally:
