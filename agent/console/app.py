@@ -29,7 +29,7 @@ from starlette.templating import Jinja2Templates
 
 from agent.console.data import EDITABLE, ConsoleData
 from agent.console.models import Decision
-from agent.console.security import CSRF_FIELD, GuardMiddleware, new_csrf_token
+from agent.console.security import CSRF_FIELD, GuardMiddleware, csrf_guard, new_csrf_token
 from memory import LessonFilter, LessonNotFoundError, MemoryUsageError
 from memory.types import LessonSort
 
@@ -142,7 +142,6 @@ class Pages:
     def decide(self, decision: Decision, back: str) -> Endpoint:
         async def endpoint(request: Request) -> Response:
             lesson_id = request.path_params["lesson_id"]
-            await request.form()
             await run_in_threadpool(
                 lambda: self.data.set_status(lesson_id, decision, _client(request))
             )
@@ -223,22 +222,24 @@ def create_app(data: ConsoleData, *, token: str | None, csrf: str | None = None)
     async def home(request: Request) -> Response:
         return RedirectResponse("/lessons", status_code=303)
 
-    post = ["POST"]
+    def post(path: str, handler: Endpoint) -> Route:
+        return Route(path, csrf_guard(handler, csrf), methods=["POST"])
+
     routes = [
         Route("/", home),
         Route("/lessons", pages.lessons),
         Route("/lessons/{lesson_id}", pages.lesson),
-        Route("/lessons/{lesson_id}/edit", pages.edit, methods=post),
-        Route("/lessons/{lesson_id}/approve", pages.decide("approve", "lesson"), methods=post),
-        Route("/lessons/{lesson_id}/deprecate", pages.decide("deprecate", "lesson"), methods=post),
-        Route("/review/refresh", pages.refresh_review, methods=post),
-        Route("/review/{lesson_id}/keep", pages.decide("keep", "review"), methods=post),
-        Route("/review/{lesson_id}/approve", pages.decide("approve", "review"), methods=post),
-        Route("/review/{lesson_id}/deprecate", pages.decide("deprecate", "review"), methods=post),
+        post("/lessons/{lesson_id}/edit", pages.edit),
+        post("/lessons/{lesson_id}/approve", pages.decide("approve", "lesson")),
+        post("/lessons/{lesson_id}/deprecate", pages.decide("deprecate", "lesson")),
+        post("/review/refresh", pages.refresh_review),
+        post("/review/{lesson_id}/keep", pages.decide("keep", "review")),
+        post("/review/{lesson_id}/approve", pages.decide("approve", "review")),
+        post("/review/{lesson_id}/deprecate", pages.decide("deprecate", "review")),
         Route("/review", pages.review),
         Route("/merges", pages.merges),
         Route("/merges/{merge_id}", pages.merge),
-        Route("/merges/{merge_id}/undo", pages.undo, methods=post),
+        post("/merges/{merge_id}/undo", pages.undo),
         Route("/runs", pages.runs),
         Route("/runs/{run_id}", pages.run),
         Route("/health", pages.health),
@@ -247,7 +248,7 @@ def create_app(data: ConsoleData, *, token: str | None, csrf: str | None = None)
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(GuardMiddleware, token=token, csrf=csrf)],
+        middleware=[Middleware(GuardMiddleware, token=token)],
         exception_handlers={
             LessonNotFoundError: pages.not_found,
             MemoryUsageError: pages.refused,

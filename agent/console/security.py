@@ -18,6 +18,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import secrets
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlencode
 
 from starlette.datastructures import URL
@@ -29,6 +30,7 @@ from starlette.types import ASGIApp
 from agent.errors import ConfigurationError
 
 COOKIE = "lessonloop_console"
+Endpoint = Callable[[Request], Awaitable[Response]]
 CSRF_FIELD = "csrf"
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 _HEADERS = {
@@ -91,17 +93,16 @@ def _bearer(request: Request) -> str | None:
 
 
 class GuardMiddleware(BaseHTTPMiddleware):
-    """Token (or loopback Host), then CSRF on POST, then the security headers."""
+    """Token (or loopback Host), then the Origin of a POST, then the security headers."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, csrf: str) -> None:
+    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
         super().__init__(app)
         self.token = token
-        self.csrf = csrf
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         refused = self._refuse(request)
         if refused is None and request.method == "POST":
-            refused = await self._refuse_post(request)
+            refused = self._refuse_post(request)
         response = refused or await call_next(request)
         for name, value in _HEADERS.items():
             response.headers.setdefault(name, value)
@@ -127,13 +128,26 @@ class GuardMiddleware(BaseHTTPMiddleware):
             401,
         )
 
-    async def _refuse_post(self, request: Request) -> Response | None:
+    def _refuse_post(self, request: Request) -> Response | None:
         origin = request.headers.get("origin")
         own = f"{request.url.scheme}://{request.headers.get('host', '')}"
         if origin is not None and not _same(origin, own):
             return PlainTextResponse(f"cross-origin POST refused (origin {origin})", 403)
+        return None
+
+
+def csrf_guard(handler: Endpoint, csrf: str) -> Endpoint:
+    """Wrap a POST endpoint: the form's `csrf` field must be this process's value.
+
+    Checked in the endpoint, not the middleware: the form is parsed once on the request the
+    endpoint reads (a middleware that parsed it would leave the endpoint an empty body).
+    """
+
+    async def endpoint(request: Request) -> Response:
         form = await request.form()
         field = form.get(CSRF_FIELD)
-        if not isinstance(field, str) or not _same(field, self.csrf):
+        if not isinstance(field, str) or not _same(field, csrf):
             return PlainTextResponse("missing or wrong CSRF token: reload the page", 403)
-        return None
+        return await handler(request)
+
+    return endpoint

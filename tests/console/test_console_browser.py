@@ -20,6 +20,7 @@ from tests.console.seed import XSS, Seeded, build, open_store
 from tests.console.server import console
 
 CHROMIUM = Path("/usr/bin/chromium")
+EDITED = "edited in the console"
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "console"
 
@@ -138,6 +139,11 @@ def _approve_deprecate(driver: WebDriver, base: str, s: Seeded) -> None:
     assert "approve" in driver.find_element(By.ID, "notice").text
     assert driver.find_element(By.CSS_SELECTOR, "h1 .status").text == "validated"
     assert "candidate -> validated" in driver.find_element(By.ID, "changes").text
+    fix = driver.find_element(By.CSS_SELECTOR, "#edit textarea[name=fix]")
+    fix.clear()
+    fix.send_keys(f"read the 'ts' field; {EDITED}")
+    driver.find_element(By.CSS_SELECTOR, "#edit button").click()
+    assert EDITED in driver.find_element(By.ID, "fix").text
     shot(driver, "lesson")
     driver.get(f"{base}/lessons/{s.to_deprecate}")
     click_and_confirm(driver, ".actions button.danger")
@@ -176,7 +182,8 @@ def _undo_merge(driver: WebDriver, base: str, s: Seeded) -> None:
 
 def _store_changed(s: Seeded) -> None:
     with open_store(s.store) as memory:
-        assert memory.get(s.to_approve).status == "validated"
+        approved = memory.get(s.to_approve)
+        assert approved.status == "validated" and approved.fix.endswith(EDITED)
         assert memory.get(s.to_deprecate).status == "deprecated"
         assert memory.get(s.flagged).status == "candidate"
         assert s.flagged not in lift_stats.flagged_ids(memory.db, [s.flagged])
