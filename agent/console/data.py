@@ -16,6 +16,7 @@ embedded chromadb client and the in-process BM25 postings are not made for paral
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,6 +59,7 @@ SEARCH_BUDGET = 10_000_000
 SEARCH_POOL = 50  # LessonQuery.limit allows at most 50
 EDITABLE = ("symptom", "root_cause", "fix", "applies_when", "scope", "error_type")
 REQUIRED = ("symptom", "root_cause", "fix", "scope", "error_type")
+FACETS_TTL_S = 30.0
 
 
 class ConsoleData:
@@ -71,6 +73,7 @@ class ConsoleData:
         self.results_dir = results_dir
         self.changes = changes
         self._lock = threading.RLock()
+        self._facets: tuple[float, Facets] | None = None
         # The merge and review tables appear with the first consolidation: a store that never
         # had one still gets empty pages, not errors.
         consolidate.ensure_tables(memory)
@@ -101,14 +104,24 @@ class ConsoleData:
         return Page[LessonLine](items=lines, total=page.total, offset=page.offset, limit=page.limit)
 
     def facets(self) -> Facets:
-        """The scopes and error types present (for the filter menus)."""
-        with self._store() as memory, memory.db.read() as session:
-            # issue 12: move into Memory (distinct scopes / error types; index-only scans)
-            scopes = session.exec(select(LessonRow.scope).distinct().order_by(LessonRow.scope))
-            types = session.exec(
-                select(LessonRow.error_type).distinct().order_by(LessonRow.error_type)
-            )
-            return Facets(scopes=tuple(scopes.all()), error_types=tuple(types.all()))
+        """The scopes and error types present (for the filter menus).
+
+        Two index scans of the whole table: cached for `FACETS_TTL_S` (and dropped when the
+        console itself writes), so a page of a big store does not pay them every time.
+        """
+        with self._store() as memory:
+            cached = self._facets
+            if cached is not None and time.monotonic() - cached[0] < FACETS_TTL_S:
+                return cached[1]
+            with memory.db.read() as session:
+                # issue 12: move into Memory (distinct scopes / error types)
+                scopes = session.exec(select(LessonRow.scope).distinct().order_by(LessonRow.scope))
+                types = session.exec(
+                    select(LessonRow.error_type).distinct().order_by(LessonRow.error_type)
+                )
+                facets = Facets(scopes=tuple(scopes.all()), error_types=tuple(types.all()))
+            self._facets = (time.monotonic(), facets)
+            return facets
 
     def search(
         self, text: str, *, scope: str, error_type: str | None, min_similarity: float | None
@@ -211,6 +224,7 @@ class ConsoleData:
             if not changed:
                 return before
             after = memory.update(lesson_id, **changed)
+            self._facets = None
         detail = "; ".join(f"{k}: {getattr(before, k)!r} -> {getattr(after, k)!r}" for k in changed)
         self.changes.record(lesson_id, "edit", detail, client)
         return after
@@ -296,6 +310,7 @@ class ConsoleData:
     def undo(self, merge_id: str, client: str) -> MergeRecord:
         """Undo a merge with the consolidator's undo (exact restore; the index follows)."""
         record = self._locked(lambda m: consolidate.undo(m, merge_id))
+        self._facets = None
         for lesson_id in record.member_ids:
             self.changes.record(lesson_id, "undo-merge", f"merge {merge_id} undone", client)
         return record
