@@ -17,7 +17,7 @@ _URL = re.compile(r"lessonloop console on (http://\S+)")
 
 
 @contextmanager
-def console(home: Path, store: Path, results: Path, *extra: str) -> Iterator[str]:
+def console(home: Path, store: str | Path, results: Path, *extra: str) -> Iterator[str]:
     """Start the console on port 0 and yield the URL it printed; SIGINT stops it."""
     log = home / "console-stderr.log"
     home.mkdir(parents=True, exist_ok=True)
