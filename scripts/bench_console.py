@@ -13,7 +13,8 @@ loopback port and times whole HTTP requests (server, SQL, templates) with a warm
 - a deep page (offset ~ 95 % of the store);
 - a filtered page (scope + status + error type);
 - a search (recall in one scope: vector index + BM25, the ranking explained);
-- a lesson's detail page.
+- a lesson's detail page;
+- the health page (`stats --quality` over the whole store; timed with fewer requests).
 Prints p50 / p95 ms per page and writes them as JSON.
 """
 
@@ -157,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lessons", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument("--requests", type=int, default=30)
+    parser.add_argument("--health-requests", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=REPO / "bench-results" / "bench_console.json")
     parser.add_argument("--workdir", type=Path, default=None, help="keep the store here")
@@ -187,11 +189,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     proc, base = start_console(store, home)
     try:
-        with httpx.Client(timeout=120) as client:
+        with httpx.Client(timeout=900) as client:
             results = {
                 name: time_page(client, base + path, args.requests) for name, path in pages.items()
             }
             hits = client.get(base + pages["search"]).text.count('class="hit"')
+            # The hygiene figures read every lesson (duplicates are O(n^2) per scope): few runs.
+            pages["health"] = "/health"
+            results["health"] = time_page(client, base + "/health", args.health_requests)
     finally:
         proc.terminate()
         proc.wait(timeout=60)

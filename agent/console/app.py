@@ -27,7 +27,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from agent.console.data import EDITABLE, ConsoleData
+from agent.console.data import EDITABLE, HYGIENE_WAIT_S, ConsoleData
 from agent.console.models import Decision
 from agent.console.security import CSRF_FIELD, GuardMiddleware, csrf_guard, new_csrf_token
 from memory import LessonFilter, LessonNotFoundError, MemoryUsageError
@@ -189,11 +189,15 @@ class Pages:
         health = await run_in_threadpool(self.data.health)
         return self.render(request, "health.html", h=health)
 
+    async def recompute(self, request: Request) -> Response:
+        await run_in_threadpool(lambda: self.data.recompute_hygiene(wait_s=HYGIENE_WAIT_S))
+        return RedirectResponse("/health", status_code=303)
+
     async def learning_png(self, request: Request) -> Response:
-        health = await run_in_threadpool(self.data.health)
-        if health.learning_png is None:
+        png = await run_in_threadpool(self.data.learning_png)
+        if png is None:
             raise HTTPException(404, "no learning-curve plot under the results directory")
-        return FileResponse(health.learning_png, media_type="image/png")
+        return FileResponse(png, media_type="image/png")
 
     async def not_found(self, request: Request, exc: Exception) -> Response:
         return self.render(request, "error.html", 404, message=str(exc), status=404)
@@ -244,6 +248,7 @@ def create_app(data: ConsoleData, *, token: str | None, csrf: str | None = None)
         Route("/runs/{run_id}", pages.run),
         Route("/health", pages.health),
         Route("/health/learning.png", pages.learning_png),
+        post("/health/recompute", pages.recompute),
         Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
     app = Starlette(

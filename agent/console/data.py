@@ -27,27 +27,37 @@ from sqlmodel import col, select
 
 from agent.console import trajectory
 from agent.console.changes import ChangeLog
+from agent.console.explain import explain
 from agent.console.models import (
     Decision,
     Facets,
     FlaggedLesson,
     Health,
+    Hygiene,
     LessonDetail,
     LessonLine,
     MergeDetail,
     MergeLink,
     ReviewQueue,
     RunDetail,
-    SearchHit,
     SearchResult,
     Snapshot,
 )
 from agent.report import latest_learning, latest_recall
-from memory import Lesson, LessonFilter, LessonQuery, Memory, MemoryUsageError, Page, Run, curate
+from memory import (
+    Lesson,
+    LessonFilter,
+    LessonMemoryError,
+    LessonQuery,
+    Memory,
+    MemoryUsageError,
+    Page,
+    Run,
+    curate,
+)
 from memory import lift as lift_stats
 from memory.merges import MergeNotFoundError, MergeRecord, MergeRow, list_merges, to_record
 from memory.quality import quality_report
-from memory.recall import lift as lift_signal
 from memory.schema import LessonRow, RunRow, to_run, utcnow
 from retrospectives import consolidate
 
@@ -56,10 +66,14 @@ T = TypeVar("T")
 # A person searching wants every similar lesson up to the limit, not the prompt's budget
 # (as `lessonloop lessons search`).
 SEARCH_BUDGET = 10_000_000
-SEARCH_POOL = 50  # LessonQuery.limit allows at most 50
+# Hits shown per search. Recall's candidate pool is 4x the limit and its diversification
+# renders the picked block once per candidate: 50 took 2-4x as long as 20 on 100k lessons.
+SEARCH_LIMIT = 20
 EDITABLE = ("symptom", "root_cause", "fix", "applies_when", "scope", "error_type")
 REQUIRED = ("symptom", "root_cause", "fix", "scope", "error_type")
 FACETS_TTL_S = 30.0
+# The health page waits this long for a first hygiene computation (a small store is done).
+HYGIENE_WAIT_S = 3.0
 
 
 class ConsoleData:
@@ -74,6 +88,11 @@ class ConsoleData:
         self.changes = changes
         self._lock = threading.RLock()
         self._facets: tuple[float, Facets] | None = None
+        self._hygiene = Hygiene(
+            report=None, computed_at=None, seconds=None, running=False, error=None
+        )
+        self._hygiene_lock = threading.Lock()
+        self._hygiene_job: threading.Thread | None = None
         # The merge and review tables appear with the first consolidation: a store that never
         # had one still gets empty pages, not errors.
         consolidate.ensure_tables(memory)
@@ -132,7 +151,7 @@ class ConsoleData:
             text=text,
             scope=scope,
             error_types=types,
-            limit=SEARCH_POOL,
+            limit=SEARCH_LIMIT,
             min_similarity=min_similarity,
             token_budget=SEARCH_BUDGET,
         )
@@ -145,31 +164,10 @@ class ConsoleData:
             bm25 = memory.lexical.search(text, [scope]) if ids else {}
             flagged = lift_stats.flagged_ids(memory.db, ids)
             config = memory.recall_config
-        now = utcnow()
-        explained = []
-        for hit in hits:
-            lesson = hit.lesson
-            age_days = max(0.0, (now - lesson.updated_at).total_seconds() / 86400)
-            lift_term = config.lift_weight * lift_signal(lesson)
-            recency = config.recency_weight * 0.5 ** (age_days / config.recency_half_life_days)
-            bonus = config.validated_bonus if lesson.status == "validated" else 0.0
-            penalty = config.flagged_penalty if lesson.id in flagged else 0.0
-            explained.append(
-                SearchHit(
-                    lesson=lesson,
-                    similarity=hit.similarity,
-                    score=hit.score,
-                    relevance=hit.score - lift_term - recency - bonus + penalty,
-                    bm25=bm25.get(lesson.id),
-                    lift_term=lift_term,
-                    recency_term=recency,
-                    validated_bonus=bonus,
-                    flagged_penalty=penalty,
-                )
-            )
+        explained = explain(hits, config=config, bm25=bm25, flagged=flagged, now=utcnow())
         cut = config.min_similarity if min_similarity is None else min_similarity
         return SearchResult(
-            text=text, scope=scope, error_type=error_type, min_similarity=cut, hits=tuple(explained)
+            text=text, scope=scope, error_type=error_type, min_similarity=cut, hits=explained
         )
 
     def lesson(self, lesson_id: str) -> LessonDetail:
@@ -352,20 +350,63 @@ class ConsoleData:
     # -- health --------------------------------------------------------------------------
 
     def health(self) -> Health:
-        """`lessonloop stats --quality` and the newest learning / recall benchmark results."""
+        """Counts, the hygiene figures (computed in the background, see `hygiene`) and the
+        newest learning / recall benchmark results."""
         with self._store() as memory:
             stats = curate.lesson_stats(memory)
-            quality = quality_report(memory)
+        if self._hygiene.computed_at is None:
+            self.recompute_hygiene(wait_s=HYGIENE_WAIT_S)
         learning = latest_learning(self.results_dir)
-        png = None
-        if learning is not None:
-            candidate = learning[0].parent / learning[1].png
-            png = candidate if candidate.is_file() else None
         recall = latest_recall(self.results_dir)
         return Health(
             stats=stats,
-            quality=quality,
+            hygiene=self._hygiene,
             learning=learning[1] if learning else None,
-            learning_png=png,
+            learning_png=self.learning_png(),
             recall=recall[1] if recall else None,
         )
+
+    def learning_png(self) -> Path | None:
+        """The newest bench_learning run's plot, if it has one."""
+        learning = latest_learning(self.results_dir)
+        if learning is None:
+            return None
+        png = learning[0].parent / learning[1].png
+        return png if png.is_file() else None
+
+    # -- hygiene (stats --quality) --------------------------------------------------------
+
+    def recompute_hygiene(self, *, wait_s: float = 0.0) -> Hygiene:
+        """Start computing `quality_report` in a thread unless one runs; wait up to `wait_s`.
+
+        It compares every pair of active lessons per scope: minutes on 100k lessons, so it
+        never holds the store lock (SQL reads only) and a page shows the last figures.
+        """
+        with self._hygiene_lock:
+            if not self._hygiene.running:
+                self._hygiene = self._hygiene.model_copy(update={"running": True})
+                self._hygiene_job = threading.Thread(
+                    target=self._compute_hygiene, name="console-hygiene", daemon=True
+                )
+                self._hygiene_job.start()
+            job = self._hygiene_job
+        if job is not None and wait_s > 0:
+            job.join(wait_s)
+        return self._hygiene
+
+    def _compute_hygiene(self) -> None:
+        started = time.perf_counter()
+        report, error = None, None
+        try:
+            report = quality_report(self.memory)
+        except LessonMemoryError as exc:  # the store failed: say so on the page, keep serving
+            error = str(exc)
+        finally:
+            with self._hygiene_lock:
+                self._hygiene = Hygiene(
+                    report=report or self._hygiene.report,
+                    computed_at=utcnow() if report is not None else self._hygiene.computed_at,
+                    seconds=time.perf_counter() - started,
+                    running=False,
+                    error=error,
+                )

@@ -136,11 +136,21 @@ class RunDetail(_Frozen):
     rounds: tuple[RoundView, ...]
 
 
+class Hygiene(_Frozen):
+    """The `stats --quality` figures as last computed (in the background: O(n^2) per scope)."""
+
+    report: QualityReport | None
+    computed_at: datetime | None
+    seconds: float | None
+    running: bool
+    error: str | None
+
+
 class Health(_Frozen):
-    """`stats --quality` figures and the newest benchmark results."""
+    """Lesson counts, the hygiene figures and the newest benchmark results."""
 
     stats: LessonStats
-    quality: QualityReport
+    hygiene: Hygiene
     learning: LearningRun | None
     learning_png: Path | None
     recall: RecallRun | None

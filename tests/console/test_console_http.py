@@ -218,3 +218,17 @@ def test_refused_changes_and_bad_input_are_clear_error_pages(
     assert web.get("/lessons?page=x").status_code == 400
     assert web.get("/lessons?status=bogus").status_code == 400
     assert web.get("/health/learning.png").status_code == 404  # no benchmark results here
+
+
+def test_health_figures_are_computed_in_the_background_and_recomputed_on_request(
+    data: ConsoleData,
+) -> None:
+    web = client(data)
+    first = web.get("/health")
+    assert first.status_code == 200 and "duplicate rate" in first.text  # a small store: ready
+    computed = data.health().hygiene
+    assert computed.report is not None and computed.report.active == 3 and not computed.running
+    assert web.post("/health/recompute", data={"csrf": CSRF}).status_code == 303
+    again = data.recompute_hygiene(wait_s=30)
+    assert again.computed_at is not None and again.computed_at >= computed.computed_at  # type: ignore[operator]
+    assert not again.running
