@@ -92,7 +92,6 @@ class ConsoleData:
             report=None, computed_at=None, seconds=None, running=False, error=None
         )
         self._hygiene_lock = threading.Lock()
-        self._hygiene_job: threading.Thread | None = None
         # The merge and review tables appear with the first consolidation: a store that never
         # had one still gets empty pages, not errors.
         consolidate.ensure_tables(memory)
@@ -377,20 +376,21 @@ class ConsoleData:
     # -- hygiene (stats --quality) --------------------------------------------------------
 
     def recompute_hygiene(self, *, wait_s: float = 0.0) -> Hygiene:
-        """Start computing `quality_report` in a thread unless one runs; wait up to `wait_s`.
+        """Start computing `quality_report` in a thread unless one runs; wait up to `wait_s`
+        for the one started here.
 
         It compares every pair of active lessons per scope: minutes on 100k lessons, so it
         never holds the store lock (SQL reads only) and a page shows the last figures.
         """
         with self._hygiene_lock:
-            if not self._hygiene.running:
-                self._hygiene = self._hygiene.model_copy(update={"running": True})
-                self._hygiene_job = threading.Thread(
-                    target=self._compute_hygiene, name="console-hygiene", daemon=True
-                )
-                self._hygiene_job.start()
-            job = self._hygiene_job
-        if job is not None and wait_s > 0:
+            if self._hygiene.running:
+                return self._hygiene  # a page waits for its own start only, not again each time
+            self._hygiene = self._hygiene.model_copy(update={"running": True})
+            job = threading.Thread(
+                target=self._compute_hygiene, name="console-hygiene", daemon=True
+            )
+            job.start()
+        if wait_s > 0:
             job.join(wait_s)
         return self._hygiene
 
