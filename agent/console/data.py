@@ -74,6 +74,9 @@ REQUIRED = ("symptom", "root_cause", "fix", "scope", "error_type")
 FACETS_TTL_S = 30.0
 # The health page waits this long for a first hygiene computation (a small store is done).
 HYGIENE_WAIT_S = 3.0
+# Above this many lessons the figures take minutes and the thread slows every page (the
+# GIL): they are computed when the curator asks (the Recompute button), not on a visit.
+HYGIENE_AUTO_MAX = 20_000
 
 
 class ConsoleData:
@@ -353,7 +356,7 @@ class ConsoleData:
         newest learning / recall benchmark results."""
         with self._store() as memory:
             stats = curate.lesson_stats(memory)
-        if self._hygiene.computed_at is None:
+        if self._hygiene.computed_at is None and stats.total <= HYGIENE_AUTO_MAX:
             self.recompute_hygiene(wait_s=HYGIENE_WAIT_S)
         learning = latest_learning(self.results_dir)
         recall = latest_recall(self.results_dir)
