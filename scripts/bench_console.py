@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         "search": "/lessons?scope=proj-03&q=ValueError+could+not+convert+string+to+float+price",
         "lesson_detail": f"/lessons/{newest}",
     }
+    load_before = os.getloadavg()[0]
     proc, base = start_console(store, home)
     try:
         with httpx.Client(timeout=900) as client:
@@ -205,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'page':<18} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
     for name, r in results.items():
         print(f"{name:<18} {r['p50_ms']:>8.1f} {r['p95_ms']:>8.1f} {r['max_ms']:>8.1f}")
-    print(f"search returned {hits} lessons")
+    load_after = os.getloadavg()[0]
+    print(f"search returned {hits} lessons; load average {load_before:.1f} -> {load_after:.1f}")
     write_json_atomic(
         args.out,
         {
@@ -216,7 +218,12 @@ def main(argv: list[str] | None = None) -> int:
             "setup_s": round(setup_s, 1),
             "search_hits": hits,
             "pages": {name: {"path": pages[name], **r} for name, r in results.items()},
-            "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+            "machine": {
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                # Shared machines: page times move with the load; compare runs at like load.
+                "load_average_1m": [round(load_before, 2), round(load_after, 2)],
+            },
         },
     )
     print(f"wrote {args.out}")
