@@ -13,7 +13,7 @@ loopback port and times whole HTTP requests (server, SQL, templates) with a warm
 - a deep page (offset ~ 95 % of the store);
 - a filtered page (scope + status + error type);
 - a search (recall in one scope: vector index + BM25, the ranking explained);
-- a lesson's detail page;
+- a lesson's detail page, the review queue, the runs list;
 - the health page (`stats --quality` over the whole store; timed with fewer requests).
 Prints p50 / p95 ms per page and writes them as JSON.
 """
@@ -186,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         "list_filtered": "/lessons?scope=proj-03&status=validated&error_type=check_failed",
         "search": "/lessons?scope=proj-03&q=ValueError+could+not+convert+string+to+float+price",
         "lesson_detail": f"/lessons/{newest}",
+        "review": "/review",
+        "runs": "/runs",
     }
     load_before = os.getloadavg()[0]
     proc, base = start_console(store, home)
