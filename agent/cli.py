@@ -258,6 +258,46 @@ def doctor(
     raise typer.Exit(0 if report.ok else 1)
 
 
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="0: a free port")] = 0,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            help="Access token every request needs (required off loopback; "
+            "default: $LESSONLOOP_CONSOLE_TOKEN)",
+        ),
+    ] = None,
+    memory: Annotated[
+        str | None, typer.Option("--memory", help="Store: a path or an SQLAlchemy URL")
+    ] = None,
+    results_dir: Annotated[
+        Path, typer.Option("--results-dir", help="Where the benchmarks wrote JSON/PNG")
+    ] = Path("bench-results"),
+) -> None:
+    """The lesson console: a local web app to search, inspect and curate the lessons."""
+    from agent.console.serve import serve as run_console
+
+    try:
+        settings = Settings.from_env(memory=memory)
+        secret = token or (
+            settings.console_token.get_secret_value() if settings.console_token else None
+        )
+        run_console(
+            settings,
+            host=host,
+            port=port,
+            token=secret,
+            results_dir=results_dir,
+            on_ready=lambda url: err.print(Text(f"lessonloop console on {url}  (Ctrl-C stops it)")),
+        )
+    except USER_ERRORS as exc:
+        err.print(Text("error: ", style="red") + Text(str(exc)))
+        raise typer.Exit(2) from exc
+
+
 class McpTransport(StrEnum):
     """`--transport` values (agent.mcp_server.Transport)."""
 

@@ -106,6 +106,9 @@ class Database:
                 conn = session.connection()
                 for table in TABLES:
                     table.create(conn, checkfirst=True)
+                    # A store made by an older version has the table but not a newer index.
+                    for index in table.indexes:
+                        index.create(conn, checkfirst=True)
         except SQLAlchemyError as exc:
             raise MemoryBackendError(f"cannot create memory tables: {exc}") from exc
 

@@ -33,6 +33,8 @@ from memory.schema import LessonRow, LessonUseRow, RunRow, utcnow
 from memory.types import LessonStatus
 
 BaselineKind = Literal["error_type", "scope", "none"]
+# Up to this many ids are looked up by key (one IN list); more are read in one scan.
+_FEW = 2000
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -103,21 +105,28 @@ def lesson_lift(db: Database, lesson_ids: Sequence[str] | None = None) -> list[L
             query = select(LessonRow).where(col(LessonRow.id).in_(list(lesson_ids)))
         lessons = session.exec(query).all()
         wanted = {row.id for row in lessons}
-        uses = [
-            u
-            for u in session.exec(
-                select(LessonUseRow.lesson_id, LessonUseRow.run_id, LessonUseRow.created_at)
-            ).all()
-            if u[0] in wanted
-        ]
+        use_query = select(LessonUseRow.lesson_id, LessonUseRow.run_id, LessonUseRow.created_at)
+        if len(wanted) <= _FEW:  # a page of lessons: read their uses only (indexed)
+            use_query = use_query.where(col(LessonUseRow.lesson_id).in_(list(wanted)))
+        uses = [u for u in session.exec(use_query).all() if u[0] in wanted]
         scopes = sorted({row.scope for row in lessons})
         # The baseline comes from the lessons' scopes; a lesson's own runs may be elsewhere.
+        used_in = {u[1] for u in uses}
         finished = {
             r.id: r
             for r in session.exec(select(RunRow).where(col(RunRow.passed).is_not(None))).all()
-            if r.scope in scopes or r.id in {u[1] for u in uses}
+            if r.scope in scopes or r.id in used_in
         }
-        type_of = dict(session.exec(select(LessonRow.id, LessonRow.error_type)).all())
+        # Error types of the lessons finished runs met (the baselines); not every lesson's.
+        met = {
+            i
+            for r in finished.values()
+            for i in (*(r.recalled_lesson_ids or ()), *(r.written_lesson_ids or ()))
+        }
+        type_query = select(LessonRow.id, LessonRow.error_type)
+        if len(met) <= _FEW:
+            type_query = type_query.where(col(LessonRow.id).in_(list(met)))
+        type_of = dict(session.exec(type_query).all())
     runs = [r for r in finished.values() if r.scope in scopes]
     used_by: dict[str, set[str]] = defaultdict(set)
     last_used: dict[str, datetime] = {}

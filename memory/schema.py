@@ -39,6 +39,10 @@ class LessonRow(SQLModel, table=True):
     __table_args__ = (
         Index("ix_lessons_scope_type_status", "scope", "error_type", "status"),
         Index("ix_lessons_index_state", "index_state"),
+        # Newest first is how lessons are listed (CLI, console): a page of a 100k store
+        # walks the index instead of sorting every row.
+        Index("ix_lessons_created", "created_at", "id"),
+        Index("ix_lessons_updated", "updated_at", "id"),
     )
 
     id: str = Field(primary_key=True, max_length=64)

@@ -335,14 +335,20 @@ class Memory:
             total = session.exec(
                 select(func.count()).select_from(LessonRow).where(*conditions)
             ).one()
-            rows = session.exec(
-                select(LessonRow)
+            # Ids first, then the page's rows: a sort without an index then orders narrow
+            # (key, id) pairs, not whole rows with their vectors.
+            ids = session.exec(
+                select(LessonRow.id)
                 .where(*conditions)
                 .order_by(*order)
                 .offset(where.offset)
                 .limit(where.limit)
             ).all()
-            items = tuple(to_lesson(r) for r in rows)
+            rows = {
+                r.id: r
+                for r in session.exec(select(LessonRow).where(col(LessonRow.id).in_(ids))).all()
+            }
+            items = tuple(to_lesson(rows[i]) for i in ids if i in rows)
         return Page[Lesson](items=items, total=total, offset=where.offset, limit=where.limit)
 
     # -- runs and uses -----------------------------------------------------------------
