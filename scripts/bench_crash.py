@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -77,6 +78,7 @@ class Kill(BaseModel):
 class CrashReport(BaseModel):
     model_config = ConfigDict(frozen=True)
 
+    store: str  # "file" or "postgres"
     kills: int
     by_phase: dict[str, int]
     lessons_at_end: int
@@ -90,8 +92,21 @@ class CrashReport(BaseModel):
     seconds: float
 
 
-def _open(store: Path) -> Memory:
-    return Memory.open(str(store), embedder=HashEmbedder())
+@dataclass(frozen=True)
+class Target:
+    """The store under test: a file store path, or a server URL + Chroma server."""
+
+    store: str
+    work: Path  # where the writers' import files go
+    chroma_url: str | None = None
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**ENV, "LESSONLOOP_CHROMA_URL": self.chroma_url} if self.chroma_url else ENV
+
+
+def _open(target: Target) -> Memory:
+    return Memory.open(target.store, embedder=HashEmbedder(), chroma_url=target.chroma_url)
 
 
 def all_lessons(memory: Memory) -> dict[str, Lesson]:
@@ -143,8 +158,10 @@ def half_applied(memory: Memory, lessons: dict[str, Lesson]) -> list[str]:
     return problems
 
 
-def _writer_lines(store: Path, seed: int, die_after: int, rng: random.Random) -> list[str]:
-    cmd = [sys.executable, str(WRITER), str(store), str(seed)]
+def _writer_lines(target: Target, seed: int, die_after: int, rng: random.Random) -> list[str]:
+    cmd = [sys.executable, str(WRITER), target.store, str(seed), "--work", str(target.work)]
+    if target.chroma_url:
+        cmd += ["--chroma-url", target.chroma_url]
     if die_after:
         cmd += ["--die-after-commit", str(die_after)]
     with tempfile.TemporaryFile("w+") as err:
@@ -174,13 +191,17 @@ def _writer_lines(store: Path, seed: int, die_after: int, rng: random.Random) ->
     return lines
 
 
-def repair(store: Path) -> int:
-    cmd = [sys.executable, "-m", "agent", "memory", "--memory", str(store), "check", "--repair"]
-    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=REPO).returncode
+def repair(target: Target) -> int:
+    cmd = [sys.executable, "-m", "agent", "memory", "--memory", target.store, "check", "--repair"]
+    return subprocess.run(cmd, capture_output=True, text=True, env=target.env, cwd=REPO).returncode
 
 
 def one_kill(
-    store: Path, iteration: int, rng: random.Random, acked: set[str], die_after: int | None = None
+    target: Target,
+    iteration: int,
+    rng: random.Random,
+    acked: set[str],
+    die_after: int | None = None,
 ) -> Kill:
     """Start a writer, kill it, repair, re-run a cut import, check everything.
 
@@ -189,17 +210,17 @@ def one_kill(
     """
     if die_after is None:
         die_after = rng.randint(1, 6) if rng.random() < 0.25 else 0
-    lines = _writer_lines(store, rng.getrandbits(32), die_after, rng)
+    lines = _writer_lines(target, rng.getrandbits(32), die_after, rng)
     mine = {line.split()[1] for line in lines if line.startswith("ADD ")}
     acked |= mine
     begins = [line.split()[1] for line in lines if line.startswith("BEGIN ")]
     started = [line.split()[1] for line in lines if line.startswith("IMPORT-START ")]
     done = {line.split()[1] for line in lines if line.startswith("IMPORT-DONE ")}
-    with _open(store) as memory:
+    with _open(target) as memory:
         before = memory.check()
     drift_before = len(before.pending) + len(before.missing_in_index) + len(before.orphans_in_index)
-    exit_code = repair(store)
-    with _open(store) as memory:
+    exit_code = repair(target)
+    with _open(target) as memory:
         lost: list[str] = []
         for path in (p for p in started if p not in done):
             with open(path) as cut:
@@ -230,22 +251,27 @@ def one_kill(
     )
 
 
-def run(root: Path, kills: int, seed: int = 1, progress: bool = False) -> CrashReport:
+def file_target(root: Path) -> Target:
+    """A fresh file store (SQLite + embedded chromadb) under `root`."""
+    (root / "store").mkdir(parents=True, exist_ok=True)
+    return Target(store=str(root / "store" / "memory"), work=root / "imports")
+
+
+def run(target: Target, kills: int, seed: int = 1, progress: bool = False) -> CrashReport:
     started = time.perf_counter()
-    store = root / "store" / "memory"
-    store.parent.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     acked: set[str] = set()
     results = []
     for i in range(kills):
-        results.append(one_kill(store, i, rng, acked))
+        results.append(one_kill(target, i, rng, acked))
         if progress:
             r = results[-1]
             print(f"kill {i + 1}/{kills}: {r.mode} {r.phase} ok={r.ok}", flush=True)
-    with _open(store) as memory:
+    with _open(target) as memory:
         lessons = all_lessons(memory)
         merges = len(merge_records(memory))
     return CrashReport(
+        store="postgres" if target.chroma_url else "file",
         kills=len(results),
         by_phase=dict(sorted(Counter(f"{r.mode}:{r.phase}" for r in results).items())),
         lessons_at_end=len(lessons),
@@ -260,9 +286,24 @@ def run(root: Path, kills: int, seed: int = 1, progress: bool = False) -> CrashR
     )
 
 
+def _run_on_servers(root: Path, kills: int, seed: int) -> CrashReport:
+    sys.path.insert(0, str(REPO / "tests" / "memory"))
+    from memory_servers import start_chroma, start_postgres
+
+    pg, chroma = start_postgres(), start_chroma()
+    try:
+        url = pg.create_database("crash")
+        (root / "imports").mkdir()
+        target = Target(store=url, work=root / "imports", chroma_url=chroma.url)
+        return run(target, kills, seed, progress=True)
+    finally:
+        chroma.stop()
+        pg.stop()
+
+
 def _print(report: CrashReport) -> None:
     console = Console()
-    table = Table(title="kill -9 during memory writes (file store)")
+    table = Table(title=f"kill -9 during memory writes ({report.store} store)")
     table.add_column("figure")
     table.add_column("value", justify="right")
     for name in (
@@ -287,10 +328,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="PostgreSQL + a Chroma server (started here) instead of the file store",
+    )
     parser.add_argument("--out", type=Path, default=REPO / "bench-results" / "crash.json")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="lessonloop-crash-") as tmp:
-        report = run(Path(tmp), args.kills, args.seed, progress=True)
+        if args.postgres:
+            report = _run_on_servers(Path(tmp), args.kills, args.seed)
+        else:
+            report = run(file_target(Path(tmp)), args.kills, args.seed, progress=True)
     _print(report)
     write_json_atomic(args.out, report.model_dump(mode="json"))
     return 1 if report.failures else 0

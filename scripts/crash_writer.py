@@ -1,6 +1,7 @@
 """A memory writer meant to be killed: adds, imports, merges and undoes until SIGKILL.
 
     python scripts/crash_writer.py STORE SEED [--die-after-commit N] [--chroma-url URL]
+                                   [--work DIR]
 
 Opens STORE (hashing embedder), prints READY, then loops over random operations and
 prints one line per acknowledged result, flushed, so the parent knows what it may rely on:
@@ -119,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("seed", type=int)
     parser.add_argument("--die-after-commit", type=int, default=0)
     parser.add_argument("--chroma-url", default=None)
+    parser.add_argument("--work", default=None, help="where import files go (default: beside)")
     args = parser.parse_args(argv)
     commits = 0
 
@@ -129,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
     rng = random.Random(args.seed)
-    work = Path(args.store).parent / "imports"
+    work = Path(args.work) if args.work else Path(args.store).parent / "imports"
     work.mkdir(exist_ok=True)
     with Memory.open(
         args.store,

@@ -8,18 +8,17 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from scripts.bench_crash import one_kill
+from scripts.bench_crash import file_target, one_kill
 
 
 def test_kills_between_commit_and_index_and_at_random_points_lose_nothing(
     tmp_path: Path,
 ) -> None:
-    store = tmp_path / "store" / "memory"
-    store.parent.mkdir()
+    target = file_target(tmp_path)
     rng = random.Random(7)
     acked: set[str] = set()
     # In the after-commit hook (the index write never happens), then at random moments.
-    kills = [one_kill(store, i, rng, acked, die_after=d) for i, d in enumerate((1, 0, 2, 0))]
+    kills = [one_kill(target, i, rng, acked, die_after=d) for i, d in enumerate((1, 0, 2, 0))]
     hooked = [k for k in kills if k.mode == "after-commit"]
     # Killed between the SQL commit and the index write: the index misses lessons that
     # only the repair puts back.

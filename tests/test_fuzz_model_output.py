@@ -25,7 +25,7 @@ from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import Limits, Sandbox
 from memory.types import NullRecall
 from retrospectives.extract import Retrospective
-from scripts.fuzz_roles import ROLES, Case, examples_per_role
+from scripts.fuzz_roles import ROLES, Case, examples_per_role, fenced, run_generator
 from tests.helpers import make_task
 
 FRAGMENTS = [
@@ -81,3 +81,9 @@ def test_any_model_output_becomes_feedback_not_an_exception(replies: list[str]) 
         outcome = Retrospective(ScriptedLLM(replies, repeat=True)).analyse(result)
         for draft in outcome.drafts:
             assert draft.symptom and draft.fix
+
+
+def test_a_lone_surrogate_in_code_is_feedback_not_an_encode_error() -> None:
+    # Found by the 500-case run: a JSON "\ud800" escape in an answer crashed the loop.
+    outcome = run_generator(Case(category="unicode junk", reply=fenced("x = 1\ud800\n")), SANDBOX)
+    assert outcome.ok and not outcome.passed
