@@ -145,16 +145,16 @@ def half_applied(memory: Memory, lessons: dict[str, Lesson]) -> list[str]:
         for member in lesson.merged_from:
             if member in lessons and lessons[member].merged_into not in (lesson.id, None):
                 problems.append(f"{lesson.id} lists {member}, which points elsewhere")
-    for merge_id, canonical, members, created, undone in merge_records(memory):
+    for merge_id, canonical_id, members, created, undone in merge_records(memory):
         if undone:
-            if created and canonical in lessons:
-                problems.append(f"undone {merge_id} left its canonical {canonical}")
+            if created and canonical_id in lessons:
+                problems.append(f"undone {merge_id} left its canonical {canonical_id}")
             continue
-        if canonical not in lessons:
-            problems.append(f"{merge_id}: canonical {canonical} missing")
+        if canonical_id not in lessons:
+            problems.append(f"{merge_id}: canonical {canonical_id} missing")
         for member in members:
-            if lessons.get(member) is None or lessons[member].merged_into != canonical:
-                problems.append(f"{merge_id}: member {member} does not point at {canonical}")
+            if member not in lessons or lessons[member].merged_into != canonical_id:
+                problems.append(f"{merge_id}: member {member} does not point at {canonical_id}")
     return problems
 
 

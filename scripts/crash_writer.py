@@ -97,21 +97,31 @@ def step(memory: Memory, rng: random.Random, work: Path, merges: list[str]) -> N
             import_lessons(memory, lines)
         say("IMPORT-DONE", str(path))
     elif op == "merge":
-        try:
-            report = consolidate(memory, llm=None, config=CONSOLIDATION)
-        except ConsolidationBusyError:
-            return  # a killed pass still holds the lease for lease_ttl_s
-        for merge in report.merges:
-            merges.append(merge.id)
-            say("MERGE", merge.id)
-    elif merges:
-        merge_id = merges.pop(rng.randrange(len(merges)))
-        try:
-            undo(memory, merge_id)
-        except LessonMemoryError as exc:  # a later merge built on it: a normal refusal
-            say("UNDO-REFUSED", merge_id, type(exc).__name__)
-            return
-        say("UNDO", merge_id)
+        merges.extend(merge(memory))
+    else:
+        if not merges:  # something to undo: merge first (a kill may land in either)
+            say("BEGIN", "merge")
+            merges.extend(merge(memory))
+            say("BEGIN", "undo")
+        while merges:  # newest first: an older merge may be the base of a newer one
+            merge_id = merges.pop()
+            try:
+                undo(memory, merge_id)
+            except LessonMemoryError as exc:  # e.g. a duplicate folded into its canonical
+                say("UNDO-REFUSED", merge_id, type(exc).__name__)
+                continue
+            say("UNDO", merge_id)
+
+
+def merge(memory: Memory) -> list[str]:
+    """One consolidation pass; the ids of its merges (none while a killed pass's lease holds)."""
+    try:
+        report = consolidate(memory, llm=None, config=CONSOLIDATION)
+    except ConsolidationBusyError:
+        return []
+    for record in report.merges:
+        say("MERGE", record.id)
+    return [record.id for record in report.merges]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -206,7 +206,7 @@ def really_writes_42(program: str) -> bool:
             subprocess.run(
                 [sys.executable, str(path)], cwd=tmp, capture_output=True, timeout=20, check=False
             )
-            return json.loads((Path(tmp) / "out.json").read_text()) == 42
+            return bool(json.loads((Path(tmp) / "out.json").read_text()) == 42)
         except (OSError, ValueError, subprocess.TimeoutExpired):
             return False
 
@@ -236,7 +236,7 @@ def _play(
             ScriptedLLM.by_system(routes),
             recall=NullRecall(),
             sandbox=sandbox,
-            config=LoopConfig(pool_size=1, **cfg),  # type: ignore[arg-type]
+            config=LoopConfig(pool_size=1, **cfg),
         )
         try:
             result = agent.run(task)
