@@ -257,16 +257,27 @@ def file_target(root: Path) -> Target:
     return Target(store=str(root / "store" / "memory"), work=root / "imports")
 
 
-def run(target: Target, kills: int, seed: int = 1, progress: bool = False) -> CrashReport:
+def run(
+    target: Target, kills: int, seed: int = 1, progress: bool = False, out: Path | None = None
+) -> CrashReport:
+    """`kills` iterations on one store; with `out`, the figures so far are saved after each."""
     started = time.perf_counter()
     rng = random.Random(seed)
     acked: set[str] = set()
-    results = []
+    results: list[Kill] = []
+    report = _report(target, results, started)
     for i in range(kills):
         results.append(one_kill(target, i, rng, acked))
         if progress:
             r = results[-1]
             print(f"kill {i + 1}/{kills}: {r.mode} {r.phase} ok={r.ok}", flush=True)
+        report = _report(target, results, started)
+        if out is not None:
+            write_json_atomic(out, report.model_dump(mode="json"))
+    return report
+
+
+def _report(target: Target, results: list[Kill], started: float) -> CrashReport:
     with _open(target) as memory:
         lessons = all_lessons(memory)
         merges = len(merge_records(memory))
@@ -286,7 +297,7 @@ def run(target: Target, kills: int, seed: int = 1, progress: bool = False) -> Cr
     )
 
 
-def _run_on_servers(root: Path, kills: int, seed: int) -> CrashReport:
+def _run_on_servers(root: Path, kills: int, seed: int, out: Path) -> CrashReport:
     sys.path.insert(0, str(REPO / "tests" / "memory"))
     from memory_servers import start_chroma, start_postgres
 
@@ -295,7 +306,7 @@ def _run_on_servers(root: Path, kills: int, seed: int) -> CrashReport:
         url = pg.create_database("crash")
         (root / "imports").mkdir()
         target = Target(store=url, work=root / "imports", chroma_url=chroma.url)
-        return run(target, kills, seed, progress=True)
+        return run(target, kills, seed, progress=True, out=out)
     finally:
         chroma.stop()
         pg.stop()
@@ -337,9 +348,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="lessonloop-crash-") as tmp:
         if args.postgres:
-            report = _run_on_servers(Path(tmp), args.kills, args.seed)
+            report = _run_on_servers(Path(tmp), args.kills, args.seed, args.out)
         else:
-            report = run(file_target(Path(tmp)), args.kills, args.seed, progress=True)
+            target = file_target(Path(tmp))
+            report = run(target, args.kills, args.seed, progress=True, out=args.out)
     _print(report)
     write_json_atomic(args.out, report.model_dump(mode="json"))
     return 1 if report.failures else 0
