@@ -158,7 +158,11 @@ def half_applied(memory: Memory, lessons: dict[str, Lesson]) -> list[str]:
     return problems
 
 
-def _writer_lines(target: Target, seed: int, die_after: int, rng: random.Random) -> list[str]:
+def _writer_lines(
+    target: Target, seed: int, die_after: int, rng: random.Random
+) -> tuple[list[str], bool]:
+    """The writer's output lines, and whether it died in its after-commit hook."""
+    hooked = bool(die_after)
     cmd = [sys.executable, str(WRITER), target.store, str(seed), "--work", str(target.work)]
     if target.chroma_url:
         cmd += ["--chroma-url", target.chroma_url]
@@ -177,7 +181,8 @@ def _writer_lines(target: Target, seed: int, die_after: int, rng: random.Random)
             try:
                 proc.wait(timeout=120)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                proc.kill()  # the Nth commit never came: a kill at a random point after all
+                hooked = False
         else:
             time.sleep(rng.uniform(0.02, 2.0))
             proc.kill()  # SIGKILL
@@ -188,7 +193,7 @@ def _writer_lines(target: Target, seed: int, die_after: int, rng: random.Random)
         if proc.returncode != -9:
             err.seek(0)
             raise RuntimeError(f"writer ended with {proc.returncode}: {err.read()[-2000:]}")
-    return lines
+    return lines, hooked
 
 
 def repair(target: Target) -> int:
@@ -210,7 +215,7 @@ def one_kill(
     """
     if die_after is None:
         die_after = rng.randint(1, 6) if rng.random() < 0.25 else 0
-    lines = _writer_lines(target, rng.getrandbits(32), die_after, rng)
+    lines, hooked = _writer_lines(target, rng.getrandbits(32), die_after, rng)
     mine = {line.split()[1] for line in lines if line.startswith("ADD ")}
     acked |= mine
     begins = [line.split()[1] for line in lines if line.startswith("BEGIN ")]
@@ -240,7 +245,7 @@ def one_kill(
         half = half_applied(memory, lessons)
     return Kill(
         iteration=iteration,
-        mode="after-commit" if die_after else "random",
+        mode="after-commit" if hooked else "random",
         phase=begins[-1] if begins else "start",
         acked=len(mine),
         drift_before=drift_before,
