@@ -179,7 +179,7 @@ def _writer_lines(
             raise RuntimeError(f"writer did not start: {first!r} {err.read()[-2000:]}")
         if die_after:
             try:
-                proc.wait(timeout=120)
+                proc.wait(timeout=300)
             except subprocess.TimeoutExpired:
                 proc.kill()  # the Nth commit never came: a kill at a random point after all
                 hooked = False

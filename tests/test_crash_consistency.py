@@ -18,7 +18,7 @@ def test_kills_between_commit_and_index_and_at_random_points_lose_nothing(
     rng = random.Random(7)
     acked: set[str] = set()
     # In the after-commit hook (the index write never happens), then at random moments.
-    kills = [one_kill(target, i, rng, acked, die_after=d) for i, d in enumerate((1, 0, 2, 0))]
+    kills = [one_kill(target, i, rng, acked, die_after=d) for i, d in enumerate((1, 0, 1, 0))]
     hooked = [k for k in kills if k.mode == "after-commit"]
     # Killed between the SQL commit and the index write: the index misses lessons that
     # only the repair puts back.

@@ -1,7 +1,7 @@
 """Writer processes and a consolidation pass at once on PostgreSQL + a Chroma server.
 
 `python scripts/bench_concurrency.py` runs 8 writers x 100 lessons; this runs 4 x 25 with
-the same checks: nothing lost, exact duplicates stored once (seen = writers), every add
+the same checks: nothing lost, exact duplicates stored once, every add
 counted once, every merge undoable, SQL and the index in agreement after a repair.
 """
 
