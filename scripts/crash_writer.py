@@ -51,6 +51,11 @@ CONSOLIDATION = ConsolidationConfig(threshold=0.6, lease_ttl_s=1.0)
 
 def draft(rng: random.Random) -> LessonDraft:
     cause = rng.choice(CAUSES) + rng.choice(VARIANTS)
+    if rng.random() < 0.7:
+        # Words of its own: a new lesson (not folded by dedup), still clustered by cause, so
+        # adds keep creating lessons (and reaching the after-commit hook) on a full store.
+        n = rng.randrange(10**9)
+        cause += f" in module m{n}a m{n}b m{n}c"
     return LessonDraft(
         scope=rng.choice(("demo", "team")),
         error_type="ValueError",
