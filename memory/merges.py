@@ -152,8 +152,15 @@ def snapshot(row: LessonRow) -> dict[str, Any]:
 
 
 def restore(row: LessonRow, data: dict[str, Any]) -> None:
-    """Put a snapshot back into `row` (the inverse of `snapshot`)."""
+    """Put a snapshot back into `row` (the inverse of `snapshot`).
+
+    Not `index_state`: it says whether the index write finished, which happened (or not)
+    after the snapshot; undo writes the index itself. Restoring it left lessons that were
+    merged mid-write "pending" forever.
+    """
     for name, value in data.items():
+        if name == "index_state":
+            continue
         if name == "dedup_vector":
             value = base64.b64decode(value)
         elif name in ("created_at", "updated_at"):
