@@ -30,6 +30,22 @@ class Evidence(BaseModel):
     excerpt: str = ""
 
 
+class LessonText(BaseModel):
+    """The words of a lesson: what was seen, why, what fixes it, and when that applies.
+
+    The shared base of everything that carries a lesson's text (drafts, merge plans,
+    canonical texts); `Lesson` and the export's `LessonRecord` declare the same fields in
+    their own (documented) order.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    symptom: str
+    root_cause: str
+    fix: str
+    applies_when: str = ""
+
+
 class LessonDraft(BaseModel):
     """A lesson before it is stored: what a retrospective (or a person) proposes."""
 

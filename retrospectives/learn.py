@@ -20,16 +20,10 @@ from agent.llm.base import LLM
 from agent.result import RunResult
 from memory.store import Memory
 from memory.types import AddResult
-from retrospectives.consolidate import (
-    ConsolidationConfig,
-    ConsolidationReport,
-    Consolidator,
-    ensure_tables,
-)
+from retrospectives.consolidate import ConsolidationConfig, ConsolidationReport, Consolidator
 from retrospectives.errors import ConsolidationBusyError
 from retrospectives.extract import RetroOutcome, Retrospective
 from retrospectives.lift import LiftPolicy, LiftReport, apply_lift
-from retrospectives.vectors import unprocessed_count
 
 
 class LearnReport(BaseModel):
@@ -54,7 +48,7 @@ class AutoConsolidation:
     """The store-side trigger: a pass once `every` lessons wait for one.
 
     "Waiting" is read from SQL (active lessons no pass has processed yet, see
-    `retrospectives.vectors.unprocessed_count`), not counted in this process, so lessons
+    `Memory.unprocessed_count`), not counted in this process, so lessons
     written by separate `lessonloop run` processes add up, and a pass from any source
     (`lessonloop consolidate`, the worker, this trigger) resets the count.
     """
@@ -70,8 +64,7 @@ class AutoConsolidation:
 
 def maybe_consolidate(memory: Memory, auto: AutoConsolidation) -> ConsolidationReport | None:
     """Run one pass if at least `auto.every` lessons wait; None if not due or another pass runs."""
-    ensure_tables(memory)
-    if unprocessed_count(memory) < auto.every:
+    if memory.unprocessed_count() < auto.every:
         return None
     try:
         return Consolidator(memory, llm=auto.llm, config=auto.config).run()

@@ -15,12 +15,10 @@ from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import Limits, Sandbox
 from memory.embeddings import HashEmbedder
-from memory.lift import lesson_lift
 from memory.render import HEADER
 from memory.store import Memory
 from retrospectives.extract import Retrospective
 from retrospectives.learn import AutoConsolidation, learn, maybe_consolidate
-from retrospectives.vectors import unprocessed_count
 from tests.helpers import CRASH, GEN, GOOD, REFINE, code, fix, make_task
 from tests.retro.builders import LESSON_SYS, analysis
 from tests.retro.test_consolidate import CURRENCY, draft
@@ -72,7 +70,7 @@ def test_a_learned_lesson_is_recalled_and_its_lift_moves(tmp_path: Path) -> None
         assert report.lift.validated == (lesson_id,)
         after = memory.get(lesson_id)
         assert after.helped == 1 and after.recalled == 1 and after.status == "validated"
-        (lift,) = lesson_lift(memory.db, [lesson_id])
+        (lift,) = memory.lesson_lift([lesson_id])
         assert (lift.n, lift.passed) == (1, 1) and lift.baseline_n == 1
         assert lift.rounds_with == 1 and lift.rounds_without == 2
 
@@ -91,7 +89,7 @@ def test_learn_runs_a_pass_once_enough_lessons_wait(tmp_path: Path) -> None:
         assert len(report.created_ids) == 1  # the 4th waiting lesson
         assert report.consolidation is not None and report.consolidation.new_lessons == 4
         assert len(report.consolidation.merges) == 1  # the three currency lessons
-        assert unprocessed_count(memory) == 0
+        assert memory.unprocessed_count() == 0
         # Nothing waits any more: the next call does not start another pass.
         assert maybe_consolidate(memory, auto) is None
         with pytest.raises(ValueError):
