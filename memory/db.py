@@ -96,7 +96,11 @@ class Database:
         except (SQLAlchemyError, ImportError, ValueError) as exc:
             raise MemoryConfigError(f"cannot open SQL store {url!r}: {exc}") from exc
         db = cls(engine)
-        db.create_schema()
+        try:
+            db.create_schema()
+        except BaseException:
+            engine.dispose()  # a refused store must not keep its connections open
+            raise
         return db
 
     def create_schema(self) -> None:

@@ -14,7 +14,8 @@ from sqlalchemy import update
 from sqlmodel import col
 
 from memory.index import lesson_metadata
-from memory.schema import INDEX_PENDING, LessonRow
+from memory.migrate import VERSION_KEY
+from memory.schema import INDEX_PENDING, LessonRow, MetaRow
 from memory.store import Memory
 from memory.types import LessonStatus
 
@@ -67,3 +68,9 @@ def write_raw_vector(memory: Memory, lesson_id: str, vector: Sequence[float]) ->
 def raw_collection(memory: Memory, scope: str = "default") -> Any:
     """The chromadb collection behind one scope (to prove chromadb never embeds by itself)."""
     return memory._index._scope(scope, create=True)
+
+
+def record_schema_version(memory: Memory, version: int) -> None:
+    """Record another schema version, as a newer (or older) lessonloop would have."""
+    with memory._db.write() as session:
+        session.merge(MetaRow(key=VERSION_KEY, value=str(version)))

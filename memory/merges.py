@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from sqlmodel import Session, col, select
 
-from memory.commit import IndexChanges, Written, write_through, write_through_each
+from memory.commit import AfterCommitHook, IndexChanges, Written, write_through_each
 from memory.db import Database
 from memory.dedup import dedup_text, index_text, pack
 from memory.embeddings import Embedder
@@ -140,7 +140,12 @@ def _unchanged(row: LessonRow | None, expected: datetime) -> bool:
 
 
 def apply_merges(
-    db: Database, index: LessonIndex, embedder: Embedder, plans: Sequence[MergePlan]
+    db: Database,
+    index: LessonIndex,
+    embedder: Embedder,
+    plans: Sequence[MergePlan],
+    *,
+    after_commit: AfterCommitHook | None = None,
 ) -> list[MergeRecord | None]:
     """Write each plan in its own transaction, then the index; None where a lesson changed."""
     if not plans:
@@ -152,7 +157,7 @@ def apply_merges(
         (p.scope, _merge_writer(p, vectors[i], vectors[len(plans) + i], embedder.model_id))
         for i, p in enumerate(plans)
     ]
-    return write_through_each(db, index, writes)
+    return write_through_each(db, index, writes, after_commit=after_commit)
 
 
 def _merge_writer(
@@ -247,7 +252,14 @@ def _mark_processed(session: Session, ids: Sequence[str], leader_id: str) -> Non
             session.add(vec)
 
 
-def undo_merge(db: Database, index: LessonIndex, embedder: Embedder, merge_id: str) -> MergeRecord:
+def undo_merge(
+    db: Database,
+    index: LessonIndex,
+    embedder: Embedder,
+    merge_id: str,
+    *,
+    after_commit: AfterCommitHook | None = None,
+) -> MergeRecord:
     """Restore every lesson of a merge exactly as it was before it; the index follows.
 
     A canonical the merge created is deleted. Raises `MergeConflictError` if the merge was
@@ -292,7 +304,10 @@ def undo_merge(db: Database, index: LessonIndex, embedder: Embedder, merge_id: s
         session.flush()
         return Written(to_record(merge), changes)
 
-    return write_through(db, index, write, embedder=embedder)
+    (record,) = write_through_each(
+        db, index, [(None, write)], embedder=embedder, after_commit=after_commit
+    )
+    return record
 
 
 def list_merges(db: Database, *, limit: int = 100) -> list[MergeRecord]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from memory import edit, lift, merges, queries, runs, sync, vectors, wiring
+from memory import edit, lift, merges, migrate, queries, runs, sync, vectors, wiring
 from memory import lease as leases
 from memory.db import Database
 from memory.embeddings import Embedder, HashEmbedder
@@ -85,6 +85,8 @@ class Memory:
             dedup_similarity=DEFAULT_DEDUP_SIMILARITY, loop_similarity=DEFAULT_LOOP_SIMILARITY
         )
         self._writer = LessonWriter(db, index, embedder, self.write_config, after_sql_commit)
+        # Fault-injection point for tests: runs after a SQL commit, before the index write.
+        self._after_sql_commit = after_sql_commit
         self.lexical = LexicalIndex(db)
         self._drop_index_on_close = drop_index_on_close
 
@@ -350,6 +352,11 @@ class Memory:
         """Every recorded use of a lesson, oldest first."""
         return runs.uses(self._db, lesson_id)
 
+    def schema_version(self) -> int:
+        """The store's schema version (see `memory.migrate`)."""
+        with self._db.read() as session:
+            return migrate.stored_version(session) or 1
+
     # -- index maintenance -------------------------------------------------------------
 
     def check(self, repair: bool = False) -> DriftReport:
@@ -392,15 +399,19 @@ class Memory:
 
     def apply_merge(self, plan: MergePlan) -> MergeRecord | None:
         """Write one merge (SQL, then the index); None if a lesson changed since the plan."""
-        return merges.apply_merges(self._db, self._index, self._embedder, [plan])[0]
+        return self.apply_merges([plan])[0]
 
     def apply_merges(self, plans: Sequence[MergePlan]) -> list[MergeRecord | None]:
         """`apply_merge` for several plans: one SQL transaction each, one index batch."""
-        return merges.apply_merges(self._db, self._index, self._embedder, plans)
+        return merges.apply_merges(
+            self._db, self._index, self._embedder, plans, after_commit=self._after_sql_commit
+        )
 
     def undo_merge(self, merge_id: str) -> MergeRecord:
         """Restore the lessons of a merge exactly (`MergeConflictError` if built upon)."""
-        return merges.undo_merge(self._db, self._index, self._embedder, merge_id)
+        return merges.undo_merge(
+            self._db, self._index, self._embedder, merge_id, after_commit=self._after_sql_commit
+        )
 
     def list_merges(self, *, limit: int = 100) -> list[MergeRecord]:
         """Merge records, newest first."""
