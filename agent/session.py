@@ -1,9 +1,11 @@
 """Assemble a run from settings and carry it through memory: the API behind `lessonloop run`.
 
-    seed/reflection recall -> loop -> retrospective -> lessons written -> run outcome (lift)
-    -> a consolidation pass when `consolidate_every` lessons wait for one
+    start_run (the run is registered) -> seed/reflection recall -> loop -> finish_run (the
+    outcome settles every recalled lesson's use: helped / misled) -> retrospective -> lessons
+    written -> lift -> a consolidation pass when `consolidate_every` lessons wait for one
 
-This is the one place that turns configuration into objects; the CLI only calls it.
+This is the one place that turns configuration into objects, and the one owner of a run's
+lifecycle in memory (`start_run`, `finish_run`); the CLI only calls it.
 """
 
 from __future__ import annotations
@@ -113,6 +115,26 @@ def run_task(
     )
 
 
+def start_run(memory: Memory, task: Task, run_id: str) -> None:
+    """Register the run before the loop starts, so the lessons it recalls count against it."""
+    memory.record_run(run_id, task_id=task.id, goal=task.goal, scope=task.scope)
+
+
+def finish_run(memory: Memory, result: RunResult) -> None:
+    """Store the run's outcome: each lesson it was given gets `helped` or `misled` (lift).
+
+    Registers the run first if `start_run` was not called (a loop run outside a session).
+    """
+    memory.record_run(result.run_id, task_id=result.task_id, goal=result.goal, scope=result.scope)
+    memory.finish_run(
+        result.run_id,
+        result.passed,
+        rounds=len(result.rounds),
+        prompt_tokens=result.usage.prompt_tokens,
+        completion_tokens=result.usage.completion_tokens,
+    )
+
+
 def run_with_memory(
     agent: ReflectiveAgent,
     task: Task,
@@ -128,20 +150,13 @@ def run_with_memory(
     """
     run_id = uuid.uuid4().hex[:12]
     if memory is not None:
-        # Registered first so the lessons the loop recalls are recorded against this run.
-        memory.record_run(run_id, task_id=task.id, goal=task.goal, scope=task.scope)
+        start_run(memory, task, run_id)
     result = agent.run(task, run_id=run_id)
     _write_run_dir(result)
     if memory is None:
         return SessionResult(run=result)
+    finish_run(memory, result)
     if not learn:
-        memory.finish_run(
-            run_id,
-            result.passed,
-            rounds=len(result.rounds),
-            prompt_tokens=result.usage.prompt_tokens,
-            completion_tokens=result.usage.completion_tokens,
-        )
         return SessionResult(run=result)
     report = learn_from_run(
         result,
