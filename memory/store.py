@@ -22,8 +22,8 @@ from memory import edit, lift, merges, migrate, queries, runs, sync, vectors, wi
 from memory import lease as leases
 from memory.db import Database
 from memory.embeddings import Embedder, HashEmbedder
-from memory.errors import EmbeddingMismatchError, MemoryConfigError
-from memory.index import LessonIndex, embedded_client, ephemeral_client, http_client
+from memory.errors import EmbeddingMismatchError
+from memory.index import LessonIndex, ephemeral_client
 from memory.lease import Lease
 from memory.lexical import LexicalIndex
 from memory.lift import LessonLift, ReviewFlag
@@ -115,28 +115,7 @@ class Memory:
         several processes sharing one store need. `reembed=True` accepts a different embedding
         model than the store was built with and re-embeds every lesson.
         """
-        try:
-            url, local_chroma = wiring.locations(url_or_path, chroma_path)
-            if chroma_url is not None:
-                client = http_client(chroma_url)
-            elif local_chroma is not None:
-                client = embedded_client(local_chroma)
-            else:
-                raise MemoryConfigError(
-                    f"{url_or_path!r} is not a local SQLite store: pass chroma_url (a Chroma "
-                    "server; LESSONLOOP_CHROMA_URL for the CLI) or chroma_path (an embedded "
-                    "index directory)"
-                )
-        except OSError as exc:
-            # e.g. a directory that cannot be created: the operator must choose another place.
-            raise MemoryConfigError(
-                f"cannot create or open the store at {url_or_path}: {exc}"
-            ) from exc
-        try:
-            db = Database.connect(url)
-        except BaseException:
-            wiring.close_client(client)
-            raise
+        db, client = wiring.connect(url_or_path, chroma_url=chroma_url, chroma_path=chroma_path)
         try:
             memory = cls._assemble(
                 db,
