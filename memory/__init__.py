@@ -41,9 +41,12 @@ from memory.types import (
     Run,
     ScoredLesson,
 )
+from memory.vectors import Bucket, BucketVectors
 
 __all__ = [
     "AddResult",
+    "Bucket",
+    "BucketVectors",
     "DriftReport",
     "Embedder",
     "EmbedderUnavailableError",

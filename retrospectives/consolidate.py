@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.llm.base import LLM, Usage
+from memory import Bucket
 from memory.lease import Lease
 from memory.merges import ACTIVE, MergePlan, MergeRecord
 from memory.store import Memory
-from memory.vectors import Bucket
 from retrospectives.canonical import write_canonical
 from retrospectives.cluster import leader_clusters
 from retrospectives.errors import ConsolidationBusyError
