@@ -29,8 +29,7 @@ from agent.cli_memory import (
     status_text,
     when,
 )
-from memory import curate, export, seed
-from memory.lift import LessonLift
+from memory import LessonLift, curate, export, seed
 from memory.types import Lesson, LessonFilter, LessonQuery, LessonSort, LessonUse, Page
 
 # A person searching wants every similar lesson up to --limit, not the prompt's token budget.

@@ -19,9 +19,9 @@ from agent.llm.base import LLM
 from agent.llm.resolve import resolve_llm
 from agent.session import open_memory
 from agent.settings import Settings
+from memory import LessonLift
 from memory.embeddings import Embedder
 from memory.errors import LessonMemoryError
-from memory.lift import LessonLift
 from retrospectives.consolidate import ConsolidationConfig, ConsolidationReport, Consolidator
 from retrospectives.lift import apply_lift
 from retrospectives.worker import parse_duration, run_periodic, stop_on_signals

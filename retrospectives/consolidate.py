@@ -28,9 +28,8 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.llm.base import LLM, Usage
-from memory import Bucket
-from memory.lease import Lease
-from memory.merges import ACTIVE, MergePlan, MergeRecord
+from memory import Bucket, Lease, MergePlan, MergeRecord
+from memory.merges import ACTIVE
 from memory.store import Memory
 from retrospectives.canonical import write_canonical
 from retrospectives.cluster import leader_clusters

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory.lift import LessonLift
+from memory import LessonLift
 from memory.store import Memory
 from memory.types import LessonStatus
 
