@@ -91,7 +91,7 @@ def run(
         err.print(Text("error: ", style="red") + Text(str(exc)))
         raise typer.Exit(2) from exc
     if as_json:
-        sys.stdout.write(json.dumps(result.summary(), indent=2) + "\n")
+        sys.stdout.write(result.summary().model_dump_json(indent=2) + "\n")
     else:
         _print_summary(result)
     raise typer.Exit(0 if result.run.passed else 1)
@@ -184,7 +184,7 @@ def _demo_json(report: DemoReport) -> dict[str, object]:
                 "label": s.label,
                 "task": s.task_dir.name,
                 "with_memory": s.with_memory,
-                **s.result.summary(),
+                **s.result.summary().model_dump(mode="json"),
                 "lessons_stored": [lesson.model_dump(mode="json") for lesson in s.lessons_stored],
                 "lessons_recalled": [lesson.id for lesson in s.lessons_recalled],
             }

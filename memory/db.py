@@ -24,7 +24,7 @@ from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, create_engine
 
 from memory.errors import MemoryBackendError, MemoryConfigError
-from memory.schema import TABLES
+from memory.migrate import upgrade
 
 _WRITE_OPTION = "lessonloop_write"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -86,7 +86,7 @@ class Database:
 
     @classmethod
     def connect(cls, url_or_path: str) -> Database:
-        """Engine for a path (SQLite file) or SQLAlchemy URL; creates missing tables."""
+        """Engine for a path (SQLite file) or SQLAlchemy URL; creates or upgrades the schema."""
         url = sql_url(url_or_path)
         try:
             if url.startswith("sqlite"):
@@ -96,19 +96,19 @@ class Database:
         except (SQLAlchemyError, ImportError, ValueError) as exc:
             raise MemoryConfigError(f"cannot open SQL store {url!r}: {exc}") from exc
         db = cls(engine)
-        db.create_schema()
+        try:
+            db.create_schema()
+        except BaseException:
+            engine.dispose()  # a refused store must not keep its connections open
+            raise
         return db
 
     def create_schema(self) -> None:
-        """Create our tables if missing (idempotent, safe when several processes start)."""
+        """Create every table, or migrate an older store (idempotent, safe when several
+        processes start at once: the schema lock serialises them). See `memory.migrate`."""
         try:
             with self.write("__schema__") as session:
-                conn = session.connection()
-                for table in TABLES:
-                    table.create(conn, checkfirst=True)
-                    # A store made by an older version has the table but not a newer index.
-                    for index in table.indexes:
-                        index.create(conn, checkfirst=True)
+                upgrade(session)
         except SQLAlchemyError as exc:
             raise MemoryBackendError(f"cannot create memory tables: {exc}") from exc
 
