@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict
 _FENCE = re.compile(r"```[ \t]*([\w.+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _FILENAME = re.compile(r"([\w./-]+\.[A-Za-z0-9]{1,8})")
 _LANG_BY_SUFFIX = {".py": {"python", "py", "python3"}, ".json": {"json"}, ".md": {"md", "markdown"}}
+# Lone UTF-16 surrogates: a JSON "\ud800" escape decodes to one, and no file can hold it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Candidate(BaseModel):
@@ -45,6 +47,9 @@ def parse_candidate(text: str, outputs: Sequence[str]) -> Candidate:
     otherwise unnamed blocks fill the remaining outputs in order, preferring blocks whose
     language matches the file suffix. With no output files the reply itself is the answer.
     """
+    # Unencodable text becomes U+FFFD here, so the files can be written and the check
+    # reports it (a syntax error), instead of the loop failing on an encode.
+    text = _SURROGATE.sub("\ufffd", text)
     fix_note = _extract_fix_note(text)
     if not outputs:
         return Candidate(files={}, text=answer_part(text), fix_note=fix_note)

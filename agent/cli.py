@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -90,7 +91,7 @@ def run(
         err.print(Text("error: ", style="red") + Text(str(exc)))
         raise typer.Exit(2) from exc
     if as_json:
-        sys.stdout.write(json.dumps(result.summary(), indent=2) + "\n")
+        sys.stdout.write(result.summary().model_dump_json(indent=2) + "\n")
     else:
         _print_summary(result)
     raise typer.Exit(0 if result.run.passed else 1)
@@ -183,7 +184,7 @@ def _demo_json(report: DemoReport) -> dict[str, object]:
                 "label": s.label,
                 "task": s.task_dir.name,
                 "with_memory": s.with_memory,
-                **s.result.summary(),
+                **s.result.summary().model_dump(mode="json"),
                 "lessons_stored": [lesson.model_dump(mode="json") for lesson in s.lessons_stored],
                 "lessons_recalled": [lesson.id for lesson in s.lessons_recalled],
             }
@@ -217,7 +218,7 @@ def _print_demo(report: DemoReport) -> None:
         )
     out.print(table)
     out.print(Text(f"verdict: {report.verdict}", style="bold"))
-    out.print(f"memory kept at {report.memory} (lessonloop lessons list --memory {report.memory})")
+    out.print(f"memory kept at {report.memory} (lessonloop lessons --memory {report.memory} list)")
 
 
 @app.command()
@@ -255,6 +256,97 @@ def doctor(
         failed = [c.name for c in report.checks if not c.ok]
         err.print("all checks passed" if not failed else f"failed: {', '.join(failed)}")
     raise typer.Exit(0 if report.ok else 1)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="0: a free port")] = 0,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            help="Access token every request needs (required off loopback; "
+            "default: $LESSONLOOP_CONSOLE_TOKEN)",
+        ),
+    ] = None,
+    memory: Annotated[
+        str | None, typer.Option("--memory", help="Store: a path or an SQLAlchemy URL")
+    ] = None,
+    results_dir: Annotated[
+        Path, typer.Option("--results-dir", help="Where the benchmarks wrote JSON/PNG")
+    ] = Path("bench-results"),
+) -> None:
+    """The lesson console: a local web app to search, inspect and curate the lessons."""
+    from agent.console.serve import serve as run_console
+
+    try:
+        settings = Settings.from_env(memory=memory)
+        secret = token or (
+            settings.console_token.get_secret_value() if settings.console_token else None
+        )
+        run_console(
+            settings,
+            host=host,
+            port=port,
+            token=secret,
+            results_dir=results_dir,
+            on_ready=lambda url: err.print(Text(f"lessonloop console on {url}  (Ctrl-C stops it)")),
+        )
+    except USER_ERRORS as exc:
+        err.print(Text("error: ", style="red") + Text(str(exc)))
+        raise typer.Exit(2) from exc
+
+
+class McpTransport(StrEnum):
+    """`--transport` values (agent.mcp_server.Transport)."""
+
+    stdio = "stdio"
+    http = "http"
+
+
+@app.command()
+def mcp(
+    memory: Annotated[
+        str | None, typer.Option("--memory", help="Store: a path or an SQLAlchemy URL")
+    ] = None,
+    transport: Annotated[
+        McpTransport, typer.Option("--transport", help="stdio (launched by a client) or http")
+    ] = McpTransport.stdio,
+    host: Annotated[str, typer.Option("--host", help="HTTP: address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="HTTP: 0 = free")] = 0,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="LESSONLOOP_MCP_TOKEN",
+            help="HTTP: every request needs 'Authorization: Bearer TOKEN' (required off loopback)",
+        ),
+    ] = None,
+) -> None:
+    """Serve the memory to any assistant over MCP: recall, record, report outcomes, curate."""
+    from agent.mcp_server import check_bind, serve
+    from agent.mcp_tools import LessonTools
+
+    try:
+        if transport is McpTransport.http:
+            check_bind(host, token)
+        settings = Settings.from_env(memory=memory)
+        store = open_memory(settings)
+    except USER_ERRORS as exc:
+        err.print(Text("error: ", style="red") + Text(str(exc)))
+        raise typer.Exit(2) from exc
+    try:
+        serve(
+            LessonTools(store),
+            transport=transport.value,
+            host=host,
+            port=port,
+            token=token,
+            on_listen=lambda url: err.print(f"lessonloop MCP server on {url}"),
+        )
+    finally:
+        store.close()
 
 
 app.add_typer(lessons_app, name="lessons")

@@ -29,8 +29,7 @@ from agent.cli_memory import (
     status_text,
     when,
 )
-from memory import curate, export, seed
-from memory.lift import LessonLift, lesson_lift
+from memory import LessonLift, curate, export, seed
 from memory.types import Lesson, LessonFilter, LessonQuery, LessonSort, LessonUse, Page
 
 # A person searching wants every similar lesson up to --limit, not the prompt's token budget.
@@ -113,7 +112,7 @@ def show(ctx: typer.Context, lesson_id: LessonId, as_json: JsonOption = False) -
     with open_store(ctx) as memory:
         lesson = memory.get(lesson_id)
         uses = memory.uses(lesson_id)
-        lifts = lesson_lift(memory.db, [lesson_id])
+        lifts = memory.lesson_lift([lesson_id])
     lift = lifts[0] if lifts else None
     if as_json:
         print_json(

@@ -7,9 +7,10 @@
     ├── BackendError                an LLM backend or the sandbox failed; retry or fix the service
     │   ├── ModelCrashedError       the local model's worker process died (a native crash)
     │   └── SandboxError            the sandbox itself could not run (not the candidate's fault)
-    └── ModelOutputError            the model answered, but not in the shape we asked for
-        ├── StructuredOutputError   JSON-schema output still invalid after the repair attempt
-        └── UnsafePathError         an output path is absolute, escapes the workspace or clashes
+    ├── ModelOutputError            the model answered, but not in the shape we asked for
+    │   ├── StructuredOutputError   JSON-schema output still invalid after the repair attempt
+    │   └── UnsafePathError         an output path is absolute, escapes the workspace or clashes
+    └── ToolCallError               an MCP tool call cannot be done as asked; the caller changes it
 
 Failures caused by the model become feedback inside the loop; our own bugs propagate.
 """
@@ -87,3 +88,11 @@ class UnsafePathError(ModelOutputError):
     def __init__(self, message: str, *, path: str) -> None:
         super().__init__(message)
         self.path = path
+
+
+class ToolCallError(LessonloopError):
+    """A call of an MCP tool (agent/mcp_tools.py) that cannot be done as asked.
+
+    The message is read by the calling model: it says what to change (an unknown run id,
+    a run already reported, a lesson of another scope).
+    """

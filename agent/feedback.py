@@ -33,6 +33,8 @@ class Feedback(BaseModel):
     location: str | None = None  # e.g. "solution.py:12"
     key_message: str | None = None
     failing_example: str | None = None
+    # The crash's value in the input files (agent.evidence): other formats of that column.
+    input_evidence: str | None = None
     issues: tuple[str, ...] = ()
     score: float | None = None  # critic score 1-10 when the critic ran
     # Partial credit 0..1 that the check reported (`LESSONLOOP_SCORE 7/9`); 1 on success.
@@ -58,6 +60,8 @@ class Feedback(BaseModel):
             lines.append(f"message: {self.key_message}")
         if self.failing_example:
             lines.append(f"failing example: {self.failing_example}")
+        if self.input_evidence:
+            lines.append(f"in the input: {self.input_evidence}")
         if self.issues:
             lines.extend(f"issue: {issue}" for issue in self.issues[:5])
         if len(lines) == 1:

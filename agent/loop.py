@@ -28,9 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent import prompts
 from agent.candidate import Candidate, parse_candidate
-from agent.classify import classify
-from agent.critic import Critique, critique_feedback, unreadable_critique
-from agent.errors import StructuredOutputError
+from agent.checks import Checks, CriticMode
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
 from agent.result import (
@@ -41,15 +39,12 @@ from agent.result import (
     RunResult,
     StopReason,
 )
-from agent.rules import rule_check
 from agent.sandbox import Sandbox
 from agent.search import Pool, plan_draws, rank_feedback
 from agent.stopping import decide_stop
 from agent.task import Task
 from memory.render import render_lessons
 from memory.types import LessonQuery, Recall, RecallStage, ScoredLesson
-
-CriticMode = Literal["auto", "always", "never"]
 
 
 class LoopConfig(BaseModel):
@@ -136,6 +131,13 @@ class _Run:
         self.started = time.monotonic()
         # Tokens of refiner calls whose answers were never checked (all repeats).
         self.unrecorded_usage = Usage()
+        self.checks = Checks(
+            task,
+            sandbox=agent.sandbox,
+            critic=agent.critic,
+            critic_mode=self.cfg.critic,
+            run_dir=self.run_dir,
+        )
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -374,7 +376,7 @@ class _Run:
         self, candidate: Candidate, round_no: int, index: int
     ) -> tuple[tuple[Feedback, ...], Usage]:
         started = time.monotonic()
-        checks, usage = self._check(candidate, round_no, index)
+        checks, usage = self.checks.run(candidate, round_no, index)
         verdict = checks[-1]
         credit = (
             f" ({verdict.credit:.0%})" if verdict.credit is not None and not verdict.passed else ""
@@ -420,80 +422,6 @@ class _Run:
 
     def _spent(self) -> int:
         return self._spent_usage().total_tokens
-
-    # -- checks, cheapest first ------------------------------------------------------------
-
-    def _check(
-        self, candidate: Candidate, round_no: int, index: int = 0
-    ) -> tuple[list[Feedback], Usage]:
-        rule = rule_check(candidate, self.task)
-        if rule is not None:
-            return [rule], Usage()
-        checks: list[Feedback] = []
-        if self.task.check is not None:
-            executed = self._execute(candidate, round_no, index)
-            checks.append(executed)
-            if not executed.passed:
-                return checks, Usage()
-        if self.cfg.critic == "always" or (self.cfg.critic == "auto" and not self.task.check):
-            verdict, usage = self._critique(candidate, checks)
-            checks.append(verdict)
-            return checks, usage
-        return checks, Usage()
-
-    def _execute(self, candidate: Candidate, round_no: int, index: int) -> Feedback:
-        assert self.task.check is not None
-        name = f"round-{round_no}.log" if index == 0 else f"round-{round_no}-{index + 1}.log"
-        log_path = self.run_dir / name if self.run_dir else None
-        if log_path is not None:
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-
-        def attempt() -> Feedback:
-            assert self.task.check is not None
-            result = self.agent.sandbox.run(
-                self.task.check,
-                program=self.task.run,
-                files=candidate.files,
-                workspace=self.task.workspace,
-                task_dir=self.task.task_dir,
-                timeout_s=self.task.timeout_s,
-                log_path=log_path,
-            )
-            return classify(result, log_path=log_path)
-
-        feedback = attempt()
-        if feedback.kind == "resource_error" and (feedback.error_type or "").startswith("SIG"):
-            # A kill by a limit can be load on a shared machine: one retry before a rewrite.
-            feedback = attempt()
-        return feedback
-
-    def _critique(
-        self, candidate: Candidate, earlier: Sequence[Feedback]
-    ) -> tuple[Feedback, Usage]:
-        checklist = [
-            f"It does exactly what the task asks: {self.task.goal}",
-            "Names, formats, units and rounding match the task statement exactly.",
-            "Nothing is left unfinished (no placeholder, TODO or missing part).",
-        ]
-        if self.task.output:
-            checklist.insert(1, f"All requested files are present: {', '.join(self.task.output)}")
-        if earlier:
-            checklist.append(f"The automatic check passed: {earlier[-1].summary}")
-        user = prompts.render_critic(
-            self.task.goal, checklist, prompts.render_files(candidate.files, candidate.text)
-        )
-        messages = [
-            Message(role="system", content=prompts.CRITIC_SYSTEM),
-            Message(role="user", content=user),
-        ]
-        try:
-            completion = self.agent.critic.complete(
-                messages, schema=Critique, temperature=0.0, max_tokens=512
-            )
-        except StructuredOutputError as exc:
-            return unreadable_critique(exc.raw, str(exc)), exc.usage or Usage()
-        assert completion.parsed is not None
-        return critique_feedback(completion.parsed), completion.usage
 
     def _seed_text(self) -> str:
         # The goal plus the first lines of the inputs: lessons are indexed by symptom and

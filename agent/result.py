@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from agent.candidate import Candidate
-from agent.feedback import Feedback
+from agent.feedback import CheckStage, Feedback, FeedbackKind
 from agent.llm.base import Usage
 
 StopReason = Literal[
@@ -96,40 +96,101 @@ class RunResult(BaseModel):
             seen.update(dict.fromkeys(record.recalled_lesson_ids))
         return tuple(seen)
 
-    def summary(self) -> dict[str, object]:
+    def summary(self) -> RunSummary:
         """The machine-readable view printed by `lessonloop run --json`."""
-        return {
-            "run_id": self.run_id,
-            "task_id": self.task_id,
-            "passed": self.passed,
-            "stop_reason": self.stop_reason,
-            "rounds": len(self.rounds),
-            "best_round": self.best_round,
-            "feedback_kinds": [r.feedback.kind for r in self.rounds],
-            "per_round": [
-                {
-                    "round": r.round,
-                    "action": r.action,
-                    "checks": [
-                        {"stage": c.stage, "kind": c.kind, "summary": c.summary} for c in r.checks
-                    ],
-                    "tokens": r.usage.total_tokens,
-                    "seconds": round(r.seconds, 3),
-                    "resamples": r.resamples,
-                    "recalled_lesson_ids": list(r.recalled_lesson_ids),
-                    "candidates": [e.model_dump() for e in r.pool],
-                }
+        return RunSummary(
+            run_id=self.run_id,
+            task_id=self.task_id,
+            passed=self.passed,
+            stop_reason=self.stop_reason,
+            rounds=len(self.rounds),
+            best_round=self.best_round,
+            feedback_kinds=tuple(r.feedback.kind for r in self.rounds),
+            per_round=tuple(
+                RoundSummary(
+                    round=r.round,
+                    action=r.action,
+                    checks=tuple(
+                        CheckSummary(stage=c.stage, kind=c.kind, summary=c.summary)
+                        for c in r.checks
+                    ),
+                    tokens=r.usage.total_tokens,
+                    seconds=round(r.seconds, 3),
+                    resamples=r.resamples,
+                    recalled_lesson_ids=r.recalled_lesson_ids,
+                    candidates=r.pool,
+                )
                 for r in self.rounds
-            ],
-            "candidates_checked": self.candidates_checked,
-            "unresolved": list(self.unresolved),
-            "usage": {
-                "prompt_tokens": self.usage.prompt_tokens,
-                "completion_tokens": self.usage.completion_tokens,
-                "total_tokens": self.usage.total_tokens,
-                "calls": self.usage.calls,
-            },
-            "seconds": round(self.seconds, 3),
-            "recalled_lesson_ids": list(self.recalled_lesson_ids),
-            "run_dir": str(self.run_dir) if self.run_dir else None,
-        }
+            ),
+            candidates_checked=self.candidates_checked,
+            unresolved=self.unresolved,
+            usage=UsageSummary(
+                prompt_tokens=self.usage.prompt_tokens,
+                completion_tokens=self.usage.completion_tokens,
+                total_tokens=self.usage.total_tokens,
+                calls=self.usage.calls,
+            ),
+            seconds=round(self.seconds, 3),
+            recalled_lesson_ids=self.recalled_lesson_ids,
+            run_dir=str(self.run_dir) if self.run_dir else None,
+        )
+
+
+# -- the summary: what `lessonloop run --json` prints and `summary.json` holds -------------
+
+
+class CheckSummary(BaseModel):
+    """One check of a round, without its log."""
+
+    model_config = ConfigDict(frozen=True)
+
+    stage: CheckStage
+    kind: FeedbackKind
+    summary: str
+
+
+class RoundSummary(BaseModel):
+    """One round in the summary."""
+
+    model_config = ConfigDict(frozen=True)
+
+    round: int
+    action: RoundAction
+    checks: tuple[CheckSummary, ...]
+    tokens: int
+    seconds: float
+    resamples: int
+    recalled_lesson_ids: tuple[str, ...]
+    candidates: tuple[PoolEntry, ...]
+
+
+class UsageSummary(BaseModel):
+    """Token usage with the total spelled out."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    calls: int
+
+
+class RunSummary(BaseModel):
+    """A run, machine-readable: serialised once (`model_dump_json`) wherever it is shown."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    task_id: str
+    passed: bool
+    stop_reason: StopReason
+    rounds: int
+    best_round: int
+    feedback_kinds: tuple[FeedbackKind, ...]
+    per_round: tuple[RoundSummary, ...]
+    candidates_checked: int
+    unresolved: tuple[str, ...]
+    usage: UsageSummary
+    seconds: float
+    recalled_lesson_ids: tuple[str, ...]
+    run_dir: str | None

@@ -1,14 +1,15 @@
 """Assemble a run from settings and carry it through memory: the API behind `lessonloop run`.
 
-    seed/reflection recall -> loop -> retrospective -> lessons written -> run outcome (lift)
-    -> a consolidation pass when `consolidate_every` lessons wait for one
+    start_run (the run is registered) -> seed/reflection recall -> loop -> finish_run (the
+    outcome settles every recalled lesson's use: helped / misled) -> retrospective -> lessons
+    written -> lift -> a consolidation pass when `consolidate_every` lessons wait for one
 
-This is the one place that turns configuration into objects; the CLI only calls it.
+This is the one place that turns configuration into objects, and the one owner of a run's
+lifecycle in memory (`start_run`, `finish_run`); the CLI only calls it.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from pathlib import Path
 
@@ -17,13 +18,13 @@ from pydantic import BaseModel, ConfigDict
 from agent.llm.base import LLM, Usage
 from agent.llm.resolve import resolve_llm
 from agent.loop import LoopConfig, Observer, ReflectiveAgent
-from agent.result import RunResult
+from agent.result import RunResult, RunSummary
 from agent.sandbox import Limits, Sandbox
 from agent.settings import Settings
 from agent.task import Task, load_task
 from memory import Embedder, Memory
 from memory.embeddings import resolve_embedder
-from memory.types import AddResult, NullRecall
+from memory.types import AddAction, AddResult, NullRecall
 from retrospectives.consolidate import ConsolidationReport
 from retrospectives.extract import Retrospective
 from retrospectives.learn import AutoConsolidation
@@ -41,22 +42,52 @@ class SessionResult(BaseModel):
     retro_usage: Usage = Usage()
     consolidation: ConsolidationReport | None = None  # the pass this run triggered, if any
 
-    def summary(self) -> dict[str, object]:
-        data = self.run.summary()
-        data["lessons_written"] = [
-            {"id": a.lesson.id if a.lesson else None, "action": a.action, "reason": a.reason}
-            for a in self.lessons
-        ]
-        data["retrospective_fallbacks"] = list(self.retro_fallbacks)
-        data["consolidation"] = (
-            None
-            if self.consolidation is None
-            else {
-                "new_lessons": self.consolidation.new_lessons,
-                "merges": [m.id for m in self.consolidation.merges],
-            }
+    def summary(self) -> SessionSummary:
+        """The run's summary plus what memory did: `lessonloop run --json`."""
+        consolidation = self.consolidation
+        return SessionSummary(
+            **dict(self.run.summary()),
+            lessons_written=tuple(
+                LessonWritten(
+                    id=a.lesson.id if a.lesson else None, action=a.action, reason=a.reason
+                )
+                for a in self.lessons
+            ),
+            retrospective_fallbacks=self.retro_fallbacks,
+            consolidation=None
+            if consolidation is None
+            else ConsolidationSummary(
+                new_lessons=consolidation.new_lessons,
+                merges=tuple(m.id for m in consolidation.merges),
+            ),
         )
-        return data
+
+
+class LessonWritten(BaseModel):
+    """What the memory did with one lesson draft of the run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str | None
+    action: AddAction
+    reason: str
+
+
+class ConsolidationSummary(BaseModel):
+    """The consolidation pass a run triggered."""
+
+    model_config = ConfigDict(frozen=True)
+
+    new_lessons: int
+    merges: tuple[str, ...]
+
+
+class SessionSummary(RunSummary):
+    """`RunSummary` plus the memory's side of the run."""
+
+    lessons_written: tuple[LessonWritten, ...]
+    retrospective_fallbacks: tuple[str, ...]
+    consolidation: ConsolidationSummary | None
 
 
 def open_memory(settings: Settings, embedder: Embedder | None = None) -> Memory:
@@ -113,6 +144,26 @@ def run_task(
     )
 
 
+def start_run(memory: Memory, task: Task, run_id: str) -> None:
+    """Register the run before the loop starts, so the lessons it recalls count against it."""
+    memory.record_run(run_id, task_id=task.id, goal=task.goal, scope=task.scope)
+
+
+def finish_run(memory: Memory, result: RunResult) -> None:
+    """Store the run's outcome: each lesson it was given gets `helped` or `misled` (lift).
+
+    Registers the run first if `start_run` was not called (a loop run outside a session).
+    """
+    memory.record_run(result.run_id, task_id=result.task_id, goal=result.goal, scope=result.scope)
+    memory.finish_run(
+        result.run_id,
+        result.passed,
+        rounds=len(result.rounds),
+        prompt_tokens=result.usage.prompt_tokens,
+        completion_tokens=result.usage.completion_tokens,
+    )
+
+
 def run_with_memory(
     agent: ReflectiveAgent,
     task: Task,
@@ -128,20 +179,13 @@ def run_with_memory(
     """
     run_id = uuid.uuid4().hex[:12]
     if memory is not None:
-        # Registered first so the lessons the loop recalls are recorded against this run.
-        memory.record_run(run_id, task_id=task.id, goal=task.goal, scope=task.scope)
+        start_run(memory, task, run_id)
     result = agent.run(task, run_id=run_id)
     _write_run_dir(result)
     if memory is None:
         return SessionResult(run=result)
+    finish_run(memory, result)
     if not learn:
-        memory.finish_run(
-            run_id,
-            result.passed,
-            rounds=len(result.rounds),
-            prompt_tokens=result.usage.prompt_tokens,
-            completion_tokens=result.usage.completion_tokens,
-        )
         return SessionResult(run=result)
     report = learn_from_run(
         result,
@@ -164,7 +208,7 @@ def _write_run_dir(result: RunResult) -> None:
         return
     result.run_dir.mkdir(parents=True, exist_ok=True)
     (result.run_dir / "trajectory.json").write_text(result.model_dump_json(indent=2))
-    (result.run_dir / "summary.json").write_text(json.dumps(result.summary(), indent=2))
+    (result.run_dir / "summary.json").write_text(result.summary().model_dump_json(indent=2))
     best = result.run_dir / "best"
     for name, content in result.best.files.items():
         target = best / name

@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     # (lessons no pass has processed yet, counted in the store); 0: never.
     consolidate_every: int = Field(default=0, ge=0)
 
+    # `lessonloop serve`: the access token every request needs (required off loopback).
+    console_token: SecretStr | None = None
+
     max_rounds: int = Field(default=3, ge=1, le=20)
     score_threshold: float = Field(default=8.0, ge=1, le=10)
     # Distinct candidates checked per refinement round (the search), and a per-task cap.

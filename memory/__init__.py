@@ -1,7 +1,9 @@
 """lessonloop's memory: typed lessons in SQL (source of truth) and a derived vector index.
 
-Entry points: `Memory.open(...)` / `Memory.in_memory()`, the `Embedder` implementations
-(`MiniLMEmbedder`, `HashEmbedder` for tests), `render_lessons` for prompts, `redact`.
+Entry points: `Memory.open(...)` / `Memory.in_memory()` (the only writer of lessons, runs,
+uses, merges, leases and review flags), the `Embedder` implementations (`MiniLMEmbedder`,
+`HashEmbedder` for tests), `render_lessons` for prompts, `redact`; `memory.faults` damages a
+store the way crashes do, for tests.
 chromadb and sentence-transformers are imported only when a store or model is opened.
 """
 
@@ -15,6 +17,9 @@ from memory.errors import (
     MemoryConfigError,
     MemoryUsageError,
 )
+from memory.lease import Lease, LeaseLostError
+from memory.lift import LessonLift, ReviewFlag
+from memory.merges import MergeConflictError, MergeNotFoundError, MergePlan, MergeRecord
 from memory.redact import redact
 from memory.render import estimate_tokens, render_lessons
 from memory.store import Memory
@@ -27,6 +32,7 @@ from memory.types import (
     LessonFilter,
     LessonQuery,
     LessonStatus,
+    LessonText,
     LessonUse,
     NullRecall,
     Page,
@@ -35,32 +41,45 @@ from memory.types import (
     Run,
     ScoredLesson,
 )
+from memory.vectors import ALL_TYPES, Bucket, BucketVectors
 
 __all__ = [
+    "ALL_TYPES",
     "AddResult",
+    "Bucket",
+    "BucketVectors",
     "DriftReport",
-    "EmbedderUnavailableError",
     "Embedder",
+    "EmbedderUnavailableError",
     "EmbeddingMismatchError",
     "Evidence",
     "HashEmbedder",
+    "Lease",
+    "LeaseLostError",
     "Lesson",
     "LessonDraft",
     "LessonFilter",
+    "LessonLift",
     "LessonMemoryError",
     "LessonNotFoundError",
     "LessonQuery",
     "LessonStatus",
+    "LessonText",
     "LessonUse",
     "Memory",
     "MemoryBackendError",
     "MemoryConfigError",
     "MemoryUsageError",
+    "MergeConflictError",
+    "MergeNotFoundError",
+    "MergePlan",
+    "MergeRecord",
     "MiniLMEmbedder",
     "NullRecall",
     "Page",
     "Recall",
     "RecallStage",
+    "ReviewFlag",
     "Run",
     "ScoredLesson",
     "estimate_tokens",

@@ -41,7 +41,7 @@ class LessonStats(BaseModel):
 def lesson_stats(memory: Memory, *, top: int = 5) -> LessonStats:
     """Counts by status and error type, the most helpful and the oldest never-used lessons."""
     never = (col(LessonRow.status).in_(list(ACTIVE)), LessonRow.recalled == 0)
-    with memory.db.read() as session:
+    with memory._db.read() as session:
         counts = session.exec(
             select(LessonRow.error_type, LessonRow.status, func.count()).group_by(
                 LessonRow.error_type, LessonRow.status

@@ -24,7 +24,7 @@ from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, create_engine
 
 from memory.errors import MemoryBackendError, MemoryConfigError
-from memory.schema import TABLES
+from memory.migrate import upgrade
 
 _WRITE_OPTION = "lessonloop_write"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -86,7 +86,7 @@ class Database:
 
     @classmethod
     def connect(cls, url_or_path: str) -> Database:
-        """Engine for a path (SQLite file) or SQLAlchemy URL; creates missing tables."""
+        """Engine for a path (SQLite file) or SQLAlchemy URL; creates or upgrades the schema."""
         url = sql_url(url_or_path)
         try:
             if url.startswith("sqlite"):
@@ -96,16 +96,19 @@ class Database:
         except (SQLAlchemyError, ImportError, ValueError) as exc:
             raise MemoryConfigError(f"cannot open SQL store {url!r}: {exc}") from exc
         db = cls(engine)
-        db.create_schema()
+        try:
+            db.create_schema()
+        except BaseException:
+            engine.dispose()  # a refused store must not keep its connections open
+            raise
         return db
 
     def create_schema(self) -> None:
-        """Create our tables if missing (idempotent, safe when several processes start)."""
+        """Create every table, or migrate an older store (idempotent, safe when several
+        processes start at once: the schema lock serialises them). See `memory.migrate`."""
         try:
             with self.write("__schema__") as session:
-                conn = session.connection()
-                for table in TABLES:
-                    table.create(conn, checkfirst=True)
+                upgrade(session)
         except SQLAlchemyError as exc:
             raise MemoryBackendError(f"cannot create memory tables: {exc}") from exc
 
@@ -113,7 +116,12 @@ class Database:
     def read(self) -> Iterator[Session]:
         """A session for reads; nothing is committed."""
         with Session(self.engine, expire_on_commit=False) as session:
-            yield session
+            try:
+                yield session
+            except OperationalError as exc:
+                # The database is away or broken (server stopped, unreadable file): the
+                # operator has to act, as for a failed write.
+                raise MemoryBackendError(f"the SQL store could not be read: {exc.orig}") from exc
 
     @contextmanager
     def write(self, lock_scope: str | None = None) -> Iterator[Session]:

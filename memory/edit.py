@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sqlmodel import Session
+
+from memory.commit import IndexChanges, Written, write_through
 from memory.db import Database
 from memory.dedup import dedup_text, index_text, pack
 from memory.embeddings import Embedder
 from memory.errors import LessonNotFoundError, MemoryUsageError
-from memory.index import LessonIndex, lesson_metadata
+from memory.index import LessonIndex
 from memory.redact import redact
 from memory.schema import INDEX_PENDING, LessonRow, to_lesson, utcnow
 from memory.types import Lesson, LessonStatus
-from memory.write import LessonWriter
 
 TEXT_FIELDS = ("symptom", "root_cause", "fix", "applies_when")
 EDITABLE = ("scope", "error_type", *TEXT_FIELDS)
@@ -30,7 +32,6 @@ def row_for_update(session: Any, lesson_id: str) -> LessonRow:
 def update_lesson(
     db: Database,
     index: LessonIndex,
-    writer: LessonWriter,
     embedder: Embedder,
     current: Lesson,
     fields: Mapping[str, str],
@@ -44,7 +45,8 @@ def update_lesson(
     dedup_vec, index_vec = embedder.embed(
         [dedup_text(new.root_cause, new.fix), index_text(new.symptom, new.root_cause)]
     )
-    with db.write(lock_scope=new.scope) as session:
+
+    def write(session: Session) -> Written[None]:
         row = row_for_update(session, current.id)
         for key, value in changes.items():
             setattr(row, key, value)
@@ -53,9 +55,11 @@ def update_lesson(
         row.index_state = INDEX_PENDING
         row.updated_at = utcnow()
         session.add(row)
-    if new.scope != current.scope:
-        index.delete([current.id])  # it lives in the old scope's collection
-    writer.index_rows([row], {row.id: index_vec})
+        # A lesson that changed scope lives in the old scope's collection: delete it there.
+        moved = [current.id] if new.scope != current.scope else []
+        return Written(None, IndexChanges(upsert=[row], vectors={row.id: index_vec}, delete=moved))
+
+    write_through(db, index, write, lock_scope=new.scope)
 
 
 def set_status(
@@ -70,7 +74,8 @@ def set_status(
         raise MemoryUsageError("merged_into is required for status 'merged' and only for it")
     if merged_into == lesson_id:
         raise MemoryUsageError("a lesson cannot be merged into itself")
-    with db.write() as session:
+
+    def write(session: Session) -> Written[Lesson]:
         row = row_for_update(session, lesson_id)
         previous_target = row.merged_into
         if previous_target is not None and previous_target != merged_into:
@@ -87,8 +92,7 @@ def set_status(
         row.merged_into = merged_into
         row.updated_at = utcnow()
         session.add(row)
-    # After the commit: if this fails, check() reports the status drift and repairs it.
-    index.update_metadata(
-        [row.id], [lesson_metadata(row.scope, row.error_type, row.status, row.embedding_model)]
-    )
-    return to_lesson(row)
+        # If the index write fails, check() reports the status drift and repairs it.
+        return Written(to_lesson(row), IndexChanges(metadata=[row]))
+
+    return write_through(db, index, write)

@@ -62,14 +62,13 @@ from pathlib import Path
 from typing import Literal, TextIO
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
-from sqlalchemy import update
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
+from memory.commit import IndexChanges, Written, write_through
 from memory.dedup import dedup_text, index_text, pack
 from memory.errors import MemoryUsageError
-from memory.index import lesson_metadata
 from memory.redact import redact
-from memory.schema import INDEX_DONE, INDEX_PENDING, LessonRow
+from memory.schema import INDEX_PENDING, LessonRow
 from memory.store import Memory
 from memory.types import Lesson, LessonFilter, LessonStatus
 
@@ -293,7 +292,7 @@ def _redacted(record: LessonRecord) -> LessonRecord:
 
 def _existing(memory: Memory, ids: Sequence[str]) -> set[str]:
     found: set[str] = set()
-    with memory.db.read() as session:
+    with memory._db.read() as session:
         for start in range(0, len(ids), _IN_CHUNK):
             chunk = list(ids[start : start + _IN_CHUNK])
             found.update(session.exec(select(LessonRow.id).where(col(LessonRow.id).in_(chunk))))
@@ -326,14 +325,14 @@ def _write_chunk(
     state.skipped.extend(r.id for r in records if not replace and r.id in present)
     if not todo:
         return
-    vectors = memory.embedder.embed(
+    embedder = memory._embedder
+    vectors = embedder.embed(
         [dedup_text(r.root_cause, r.fix) for r in todo]
         + [index_text(r.symptom, r.root_cause) for r in todo]
     )
-    model = memory.embedder.model_id
-    written: list[tuple[LessonRow, list[float]]] = []
-    # A failed transaction raises out of import_lessons, so no report counts its ids.
-    with memory.db.write() as session:
+
+    def write(session: Session) -> Written[None]:
+        changes = IndexChanges()
         for i, record in enumerate(todo):
             exists = session.get(LessonRow, record.id, with_for_update=True) is not None
             if exists and not replace:
@@ -341,32 +340,13 @@ def _write_chunk(
                 continue
             (state.replaced if exists else state.imported).append(record.id)
             # merge(): an existing row is overwritten in place, a new one inserted.
-            row = session.merge(_row(record, vectors[i], model))
-            written.append((row, vectors[len(todo) + i]))
-    _index(memory, written)
+            row = session.merge(_row(record, vectors[i], embedder.model_id))
+            changes.upsert.append(row)
+            changes.vectors[row.id] = vectors[len(todo) + i]
+        return Written(None, changes)
 
-
-def _index(memory: Memory, written: Sequence[tuple[LessonRow, list[float]]]) -> None:
-    # Index after the SQL commit, as the write path does: SQL is the truth, a crash here
-    # leaves "pending" rows that Memory.check(repair=True) indexes.
-    if not written:
-        return
-    rows = [row for row, _ in written]
-    memory.index.upsert(
-        ids=[r.id for r in rows],
-        vectors=[vec for _, vec in written],
-        documents=[index_text(r.symptom, r.root_cause) for r in rows],
-        metadatas=[
-            lesson_metadata(r.scope, r.error_type, r.status, r.embedding_model) for r in rows
-        ],
-    )
-    with memory.db.write() as session:
-        session.execute(
-            update(LessonRow)
-            .where(col(LessonRow.id).in_([r.id for r in rows]))
-            .where(col(LessonRow.index_state) == INDEX_PENDING)
-            .values(index_state=INDEX_DONE)
-        )
+    # A failed transaction raises out of import_lessons, so no report counts its ids.
+    write_through(memory._db, memory._index, write)
 
 
 def import_lessons(

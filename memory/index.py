@@ -342,12 +342,15 @@ class LessonIndex:
             collection = self._scope(scope, create=False)
             if collection is None:
                 continue  # nothing learned in that scope yet
-            result = collection.query(
-                query_embeddings=query_vec,
-                n_results=n,
-                where=dict(where) if where else None,
-                include=["distances"],
-            )
+            try:
+                result = collection.query(
+                    query_embeddings=query_vec,
+                    n_results=n,
+                    where=dict(where) if where else None,
+                    include=["distances"],
+                )
+            except _chroma_errors() as exc:  # a server gone, a broken index directory
+                raise MemoryBackendError(f"cannot query the vector index: {exc}") from exc
             distances = (result["distances"] or [[]])[0]
             hits.extend(
                 # cosine space: distance = 1 - cosine; float32 can overshoot 1 by a hair.
@@ -366,7 +369,10 @@ class LessonIndex:
             collection = self._scope(scope, create=False)
             if collection is None:
                 continue
-            page = collection.get(ids=list(ids), include=["embeddings"])
+            try:
+                page = collection.get(ids=list(ids), include=["embeddings"])
+            except _chroma_errors() as exc:
+                raise MemoryBackendError(f"cannot read the vector index: {exc}") from exc
             embeddings = page["embeddings"]
             if embeddings is None:
                 continue

@@ -8,35 +8,20 @@ the lease taken over raises `LeaseLostError`, and the holder must stop writing.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import DateTime, delete, update
+from sqlalchemy import delete, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Column, Field, SQLModel, col
+from sqlmodel import col
 
 from memory.db import Database
 from memory.errors import MemoryUsageError
-from memory.schema import utcnow
+from memory.schema import LeaseRow, aware, utcnow
 
 
 class LeaseLostError(MemoryUsageError):
     """The lease expired and another holder took it: stop writing."""
-
-
-class LeaseRow(SQLModel, table=True):
-    """Who holds the named lease, until when."""
-
-    __tablename__ = "leases"
-
-    name: str = Field(primary_key=True, max_length=100)
-    holder: str = Field(max_length=200)
-    expires_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
-    acquired_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
-
-
-LEASE_TABLES: list[Any] = [LeaseRow.__table__]  # type: ignore[attr-defined]
 
 
 class Lease(BaseModel):
@@ -47,17 +32,6 @@ class Lease(BaseModel):
     name: str
     holder: str
     expires_at: datetime
-
-
-def ensure_tables(db: Database) -> None:
-    """Create the lease table if missing (idempotent)."""
-    with db.write("__schema__") as session:
-        for table in LEASE_TABLES:
-            table.create(session.connection(), checkfirst=True)
-
-
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def acquire(db: Database, name: str, holder: str, ttl_s: float) -> Lease | None:
@@ -71,7 +45,7 @@ def acquire(db: Database, name: str, holder: str, ttl_s: float) -> Lease | None:
                 session.add(LeaseRow(name=name, holder=holder, expires_at=expires, acquired_at=now))
                 session.flush()
                 return Lease(name=name, holder=holder, expires_at=expires)
-            if row.holder != holder and _aware(row.expires_at) > now:
+            if row.holder != holder and aware(row.expires_at) > now:
                 return None
             # Compare-and-set on the values we read: a concurrent taker makes this match 0 rows.
             taken = session.execute(
@@ -120,6 +94,6 @@ def holder_of(db: Database, name: str) -> Lease | None:
     """The current unexpired holder, if any."""
     with db.read() as session:
         row = session.get(LeaseRow, name)
-        if row is None or _aware(row.expires_at) <= utcnow():
+        if row is None or aware(row.expires_at) <= utcnow():
             return None
-        return Lease(name=row.name, holder=row.holder, expires_at=_aware(row.expires_at))
+        return Lease(name=row.name, holder=row.holder, expires_at=aware(row.expires_at))

@@ -21,18 +21,19 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Literal
+from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Column, DateTime
-from sqlmodel import Field, SQLModel, col, select
+from sqlmodel import col, select
 
 from memory.db import Database
-from memory.schema import LessonRow, LessonUseRow, RunRow, utcnow
+from memory.schema import LessonRow, LessonUseRow, ReviewRow, RunRow, aware, utcnow
 from memory.types import LessonStatus
 
 BaselineKind = Literal["error_type", "scope", "none"]
+# Up to this many ids are looked up by key (one IN list); more are read in one scan.
+_FEW = 2000
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -83,10 +84,6 @@ class _Agg:
         self.rounds += sign * rounds
 
 
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
 def _rate(agg: _Agg) -> float | None:
     return agg.passed / agg.n if agg.n else None
 
@@ -103,26 +100,33 @@ def lesson_lift(db: Database, lesson_ids: Sequence[str] | None = None) -> list[L
             query = select(LessonRow).where(col(LessonRow.id).in_(list(lesson_ids)))
         lessons = session.exec(query).all()
         wanted = {row.id for row in lessons}
-        uses = [
-            u
-            for u in session.exec(
-                select(LessonUseRow.lesson_id, LessonUseRow.run_id, LessonUseRow.created_at)
-            ).all()
-            if u[0] in wanted
-        ]
+        use_query = select(LessonUseRow.lesson_id, LessonUseRow.run_id, LessonUseRow.created_at)
+        if len(wanted) <= _FEW:  # a page of lessons: read their uses only (indexed)
+            use_query = use_query.where(col(LessonUseRow.lesson_id).in_(list(wanted)))
+        uses = [u for u in session.exec(use_query).all() if u[0] in wanted]
         scopes = sorted({row.scope for row in lessons})
         # The baseline comes from the lessons' scopes; a lesson's own runs may be elsewhere.
+        used_in = {u[1] for u in uses}
         finished = {
             r.id: r
             for r in session.exec(select(RunRow).where(col(RunRow.passed).is_not(None))).all()
-            if r.scope in scopes or r.id in {u[1] for u in uses}
+            if r.scope in scopes or r.id in used_in
         }
-        type_of = dict(session.exec(select(LessonRow.id, LessonRow.error_type)).all())
+        # Error types of the lessons finished runs met (the baselines); not every lesson's.
+        met = {
+            i
+            for r in finished.values()
+            for i in (*(r.recalled_lesson_ids or ()), *(r.written_lesson_ids or ()))
+        }
+        type_query = select(LessonRow.id, LessonRow.error_type)
+        if len(met) <= _FEW:
+            type_query = type_query.where(col(LessonRow.id).in_(list(met)))
+        type_of = dict(session.exec(type_query).all())
     runs = [r for r in finished.values() if r.scope in scopes]
     used_by: dict[str, set[str]] = defaultdict(set)
     last_used: dict[str, datetime] = {}
     for lesson_id, run_id, created in uses:
-        last_used[lesson_id] = max(_aware(created), last_used.get(lesson_id, _aware(created)))
+        last_used[lesson_id] = max(aware(created), last_used.get(lesson_id, aware(created)))
         if run_id in finished:
             used_by[lesson_id].add(run_id)
     run_types = {r.id: _types_met(r, type_of) for r in finished.values()}
@@ -192,24 +196,11 @@ def _lift(
         rounds_with=_mean_rounds(own),
         rounds_without=_mean_rounds(base),
         last_used=last,
-        updated_at=_aware(row.updated_at),
+        updated_at=aware(row.updated_at),
     )
 
 
 # -- review flags ------------------------------------------------------------------------
-
-
-class ReviewRow(SQLModel, table=True):
-    """A lesson flagged for a person to review (e.g. recalled in failing runs)."""
-
-    __tablename__ = "lesson_reviews"
-
-    lesson_id: str = Field(primary_key=True, max_length=64)
-    reason: str
-    flagged_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
-
-
-REVIEW_TABLES: list[Any] = [ReviewRow.__table__]  # type: ignore[attr-defined]
 
 
 class ReviewFlag(BaseModel):
@@ -220,13 +211,6 @@ class ReviewFlag(BaseModel):
     lesson_id: str
     reason: str
     flagged_at: datetime
-
-
-def ensure_tables(db: Database) -> None:
-    """Create the review table if missing (idempotent)."""
-    with db.write("__schema__") as session:
-        for table in REVIEW_TABLES:
-            table.create(session.connection(), checkfirst=True)
 
 
 def flag(db: Database, lesson_id: str, reason: str) -> bool:
@@ -253,7 +237,7 @@ def flags(db: Database) -> list[ReviewFlag]:
     with db.read() as session:
         rows = session.exec(select(ReviewRow).order_by(col(ReviewRow.flagged_at))).all()
         return [
-            ReviewFlag(lesson_id=r.lesson_id, reason=r.reason, flagged_at=_aware(r.flagged_at))
+            ReviewFlag(lesson_id=r.lesson_id, reason=r.reason, flagged_at=aware(r.flagged_at))
             for r in rows
         ]
 

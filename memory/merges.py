@@ -1,36 +1,45 @@
-"""Merge records: a consolidation merge written in one SQL transaction, and undone exactly.
+"""Merges: a consolidation merge written in one SQL transaction, and undone exactly.
 
-Tables (created on first use by `ensure_tables`):
-- `lesson_merges`: id, members, canonical, whether the canonical was created by the merge,
-  before-snapshots of every lesson row it touched, the canonical's state right after.
-- `consolidation_vectors`: per lesson the root-cause embedding a consolidator clusters on,
-  and whether a pass has processed it (what makes passes incremental and resumable).
+The rows live in `memory.schema`: `lesson_merges` (members, canonical, whether the merge
+created the canonical, before-snapshots of every lesson row it touched, the canonical's state
+right after) and `consolidation_vectors` (see `memory.vectors`).
 
-`apply_merge` is compare-and-set: it re-reads every lesson inside the write transaction and
-gives up (returns None) when one changed since the plan was made, so two consolidators
-that race past the lease still cannot merge a lesson twice. A crash leaves either the
-whole merge or nothing in SQL; the vector index (derived) is brought up to date after the
-commit, and `Memory.check(repair=True)` finishes it if the process died in between.
+`apply_merges` is compare-and-set: it re-reads every lesson inside each merge's write
+transaction and gives up on that merge (None) when one changed since the plan was made, so
+two consolidators that race past the lease still cannot merge a lesson twice. Each merge
+commits on its own (a crash leaves either the whole merge or nothing in SQL); the index is
+written after the commits (`memory.commit`). Undo restores the before-snapshots exactly.
 """
 
 from __future__ import annotations
 
 import base64
 import secrets
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import JSON, Column, DateTime, LargeBinary
-from sqlmodel import Field, Session, SQLModel, col, select
+from sqlmodel import Session, col, select
 
+from memory.commit import AfterCommitHook, IndexChanges, Written, write_through_each
 from memory.db import Database
+from memory.dedup import dedup_text, index_text, pack
+from memory.embeddings import Embedder
 from memory.errors import LessonNotFoundError, MemoryUsageError
-from memory.schema import INDEX_PENDING, LessonRow, evidence_json, utcnow
-from memory.types import Evidence, LessonStatus
+from memory.index import LessonIndex
+from memory.schema import (
+    INDEX_PENDING,
+    LessonRow,
+    MergeRow,
+    RootCauseVectorRow,
+    aware,
+    evidence_json,
+    utcnow,
+)
+from memory.types import Evidence, LessonStatus, LessonText
 
-ACTIVE = ("candidate", "validated")
+ACTIVE: tuple[LessonStatus, ...] = ("candidate", "validated")
 
 
 class MergeNotFoundError(LessonNotFoundError):
@@ -41,59 +50,20 @@ class MergeConflictError(MemoryUsageError):
     """The lessons of a merge changed after it (undo later merges first, or it was undone)."""
 
 
-class MergeRow(SQLModel, table=True):
-    """One merge, with everything needed to undo it."""
+class MergePlan(LessonText):
+    """What a merge will write: the canonical's text and counters, decided by consolidation.
 
-    __tablename__ = "lesson_merges"
-
-    id: str = Field(primary_key=True, max_length=64)
-    scope: str = Field(max_length=200, index=True)
-    error_type: str = Field(max_length=100)
-    canonical_id: str = Field(max_length=64, index=True)
-    created_canonical: bool
-    member_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON))
-    before: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
-    after_canonical: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
-    written_by: str = Field(default="", max_length=40)
-    created_at: datetime = Field(
-        default_factory=utcnow, sa_column=Column(DateTime(timezone=True), nullable=False)
-    )
-    undone_at: datetime | None = Field(
-        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
-    )
-
-
-class RootCauseVectorRow(SQLModel, table=True):
-    """A lesson's root-cause embedding for clustering, and whether a pass processed it."""
-
-    __tablename__ = "consolidation_vectors"
-
-    lesson_id: str = Field(primary_key=True, max_length=64)
-    embedding_model: str = Field(max_length=200)
-    vector: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
-    processed: bool = Field(default=False, index=True)
-
-
-MERGE_TABLES: list[Any] = [
-    MergeRow.__table__,  # type: ignore[attr-defined]
-    RootCauseVectorRow.__table__,  # type: ignore[attr-defined]
-]
-
-
-class MergePlan(BaseModel):
-    """What a merge will write. `expected` holds each touched lesson's `updated_at` (CAS)."""
-
-    model_config = ConfigDict(frozen=True)
+    `expected` holds each touched lesson's `updated_at` (compare-and-set). The store embeds
+    the canonical text itself; a new canonical takes the root-cause vector of `leader_id`,
+    since it stands for the leader's cluster in later passes.
+    """
 
     scope: str
     error_type: str
     canonical_id: str | None  # fold into this existing canonical; None: create one
+    leader_id: str
     member_ids: tuple[str, ...]  # lessons that become status "merged"
     expected: dict[str, datetime]
-    symptom: str
-    root_cause: str
-    fix: str
-    applies_when: str
     status: LessonStatus
     seen: int
     recalled: int
@@ -101,10 +71,6 @@ class MergePlan(BaseModel):
     misled: int
     evidence: tuple[Evidence, ...]
     merged_from: tuple[str, ...]
-    dedup_vector: bytes
-    embedding_model: str
-    # The cluster leader's root-cause vector: the canonical stands for the cluster later.
-    root_vector: bytes
     written_by: str = ""
 
 
@@ -124,18 +90,6 @@ class MergeRecord(BaseModel):
     undone_at: datetime | None = None
 
 
-def ensure_tables(db: Database) -> None:
-    """Create the merge tables if missing (idempotent)."""
-    with db.write("__schema__") as session:
-        conn = session.connection()
-        for table in MERGE_TABLES:
-            table.create(conn, checkfirst=True)
-
-
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
 def snapshot(row: LessonRow) -> dict[str, Any]:
     """Every column of a lesson row as JSON (bytes base64, datetimes ISO)."""
     data: dict[str, Any] = {}
@@ -144,7 +98,7 @@ def snapshot(row: LessonRow) -> dict[str, Any]:
         if isinstance(value, bytes):
             value = base64.b64encode(value).decode()
         elif isinstance(value, datetime):
-            value = _aware(value).isoformat()
+            value = aware(value).isoformat()
         elif isinstance(value, list):
             value = list(value)
         data[name] = value
@@ -152,8 +106,15 @@ def snapshot(row: LessonRow) -> dict[str, Any]:
 
 
 def restore(row: LessonRow, data: dict[str, Any]) -> None:
-    """Put a snapshot back into `row` (the inverse of `snapshot`)."""
+    """Put a snapshot back into `row` (the inverse of `snapshot`).
+
+    Not `index_state`: it says whether the index write finished, which happened (or not)
+    after the snapshot; undo writes the index itself. Restoring it left lessons that were
+    merged mid-write "pending" forever.
+    """
     for name, value in data.items():
+        if name == "index_state":
+            continue
         if name == "dedup_vector":
             value = base64.b64decode(value)
         elif name in ("created_at", "updated_at"):
@@ -171,8 +132,8 @@ def to_record(row: MergeRow) -> MergeRecord:
         created_canonical=row.created_canonical,
         member_ids=tuple(row.member_ids),
         written_by=row.written_by,
-        created_at=_aware(row.created_at),
-        undone_at=_aware(row.undone_at) if row.undone_at else None,
+        created_at=aware(row.created_at),
+        undone_at=aware(row.undone_at) if row.undone_at else None,
     )
 
 
@@ -181,14 +142,36 @@ def _unchanged(row: LessonRow | None, expected: datetime) -> bool:
         row is not None
         and row.status in ACTIVE
         and row.merged_into is None
-        and _aware(row.updated_at) == _aware(expected)
+        and aware(row.updated_at) == aware(expected)
     )
 
 
-def apply_merge(db: Database, plan: MergePlan) -> tuple[MergeRecord, LessonRow] | None:
-    """Write `plan` in one transaction; None when a lesson changed since it was planned."""
-    touched = [*([plan.canonical_id] if plan.canonical_id else []), *plan.member_ids]
-    with db.write(lock_scope=plan.scope) as session:
+def apply_merges(
+    db: Database,
+    index: LessonIndex,
+    embedder: Embedder,
+    plans: Sequence[MergePlan],
+    *,
+    after_commit: AfterCommitHook | None = None,
+) -> list[MergeRecord | None]:
+    """Write each plan in its own transaction, then the index; None where a lesson changed."""
+    if not plans:
+        return []
+    texts = [dedup_text(p.root_cause, p.fix) for p in plans]
+    texts += [index_text(p.symptom, p.root_cause) for p in plans]
+    vectors = embedder.embed(texts)
+    writes = [
+        (p.scope, _merge_writer(p, vectors[i], vectors[len(plans) + i], embedder.model_id))
+        for i, p in enumerate(plans)
+    ]
+    return write_through_each(db, index, writes, after_commit=after_commit)
+
+
+def _merge_writer(
+    plan: MergePlan, dedup_vec: list[float], index_vec: list[float], model: str
+) -> Callable[[Session], Written[MergeRecord | None]]:
+    def write(session: Session) -> Written[MergeRecord | None]:
+        touched = [*([plan.canonical_id] if plan.canonical_id else []), *plan.member_ids]
         rows = {
             r.id: r
             for r in session.exec(
@@ -196,17 +179,17 @@ def apply_merge(db: Database, plan: MergePlan) -> tuple[MergeRecord, LessonRow] 
             ).all()
         }
         if not all(_unchanged(rows.get(i), plan.expected[i]) for i in touched):
-            return None
+            return Written(None)
         before = [snapshot(rows[i]) for i in touched]
         now = utcnow()
         canonical = rows[plan.canonical_id] if plan.canonical_id else _new_canonical(plan, now)
-        _write_canonical(canonical, plan, now)
+        _write_canonical(canonical, plan, now, pack(dedup_vec), model)
         session.add(canonical)
-        for member_id in plan.member_ids:
-            member = rows[member_id]
+        members = [rows[i] for i in plan.member_ids]
+        for member in members:
             member.status, member.merged_into, member.updated_at = "merged", canonical.id, now
             session.add(member)
-        _mark_processed(session, [canonical.id, *plan.member_ids], plan)
+        _mark_processed(session, [canonical.id, *plan.member_ids], plan.leader_id)
         merge = MergeRow(
             id="mrg_" + secrets.token_hex(6),
             scope=plan.scope,
@@ -221,7 +204,12 @@ def apply_merge(db: Database, plan: MergePlan) -> tuple[MergeRecord, LessonRow] 
         )
         session.add(merge)
         session.flush()
-        return to_record(merge), canonical
+        changes = IndexChanges(
+            upsert=[canonical], vectors={canonical.id: index_vec}, metadata=members
+        )
+        return Written(to_record(merge), changes)
+
+    return write
 
 
 def _new_canonical(plan: MergePlan, now: datetime) -> LessonRow:
@@ -234,10 +222,18 @@ def _new_canonical(plan: MergePlan, now: datetime) -> LessonRow:
         fix="",
         created_at=now,
         updated_at=now,
+        # Explicit values: sqlmodel's default_factory path costs ~1 ms per row.
+        evidence=[],
+        merged_from=[],
+        embedding_model="",
+        dedup_vector=b"",
+        index_state=INDEX_PENDING,
     )
 
 
-def _write_canonical(row: LessonRow, plan: MergePlan, now: datetime) -> None:
+def _write_canonical(
+    row: LessonRow, plan: MergePlan, now: datetime, dedup_vector: bytes, model: str
+) -> None:
     row.symptom, row.root_cause, row.fix = plan.symptom, plan.root_cause, plan.fix
     row.applies_when, row.status = plan.applies_when, plan.status
     row.seen, row.recalled, row.helped, row.misled = (
@@ -249,32 +245,49 @@ def _write_canonical(row: LessonRow, plan: MergePlan, now: datetime) -> None:
     row.evidence = evidence_json(plan.evidence)
     row.merged_from = list(plan.merged_from)
     row.merged_into = None
-    row.dedup_vector = plan.dedup_vector
-    row.embedding_model = plan.embedding_model
+    row.dedup_vector = dedup_vector
+    row.embedding_model = model
     row.index_state = INDEX_PENDING
     row.updated_at = now
 
 
-def _mark_processed(session: Session, ids: Sequence[str], plan: MergePlan) -> None:
+def _mark_processed(session: Session, ids: Sequence[str], leader_id: str) -> None:
+    # One read for every vector row (a get per id would autoflush the session each time).
+    wanted = list(dict.fromkeys([leader_id, *ids]))
+    rows = {
+        r.lesson_id: r
+        for r in session.exec(
+            select(RootCauseVectorRow).where(col(RootCauseVectorRow.lesson_id).in_(wanted))
+        ).all()
+    }
+    leader = rows.get(leader_id)
     for lesson_id in ids:
-        vec = session.get(RootCauseVectorRow, lesson_id)
-        if vec is None:
+        vec = rows.get(lesson_id)
+        if vec is None and leader is not None:
             # A new canonical: it stands for its cluster, so it gets the leader's vector.
             vec = RootCauseVectorRow(
-                lesson_id=lesson_id, embedding_model=plan.embedding_model, vector=plan.root_vector
+                lesson_id=lesson_id, embedding_model=leader.embedding_model, vector=leader.vector
             )
-        vec.processed = True
-        session.add(vec)
+        if vec is not None:
+            vec.processed = True
+            session.add(vec)
 
 
-def undo_merge(db: Database, merge_id: str) -> tuple[MergeRecord, list[LessonRow], str | None]:
-    """Restore every lesson of a merge exactly as it was before it.
+def undo_merge(
+    db: Database,
+    index: LessonIndex,
+    embedder: Embedder,
+    merge_id: str,
+    *,
+    after_commit: AfterCommitHook | None = None,
+) -> MergeRecord:
+    """Restore every lesson of a merge exactly as it was before it; the index follows.
 
-    Returns the record, the restored rows, and the id of a canonical the merge had created
-    (now deleted) or None. Raises `MergeConflictError` if the merge was undone already or a
-    later change touched its lessons (undo that later merge first).
+    A canonical the merge created is deleted. Raises `MergeConflictError` if the merge was
+    undone already or a later change touched its lessons (undo that later merge first).
     """
-    with db.write() as session:
+
+    def write(session: Session) -> Written[MergeRecord]:
         merge = session.get(MergeRow, merge_id, with_for_update=True)
         if merge is None:
             raise MergeNotFoundError(f"no merge {merge_id!r}")
@@ -282,12 +295,12 @@ def undo_merge(db: Database, merge_id: str) -> tuple[MergeRecord, list[LessonRow
             raise MergeConflictError(f"merge {merge_id} was already undone")
         canonical = session.get(LessonRow, merge.canonical_id, with_for_update=True)
         after = datetime.fromisoformat(merge.after_canonical["updated_at"])
-        if canonical is None or _aware(canonical.updated_at) != after:
+        if canonical is None or aware(canonical.updated_at) != after:
             raise MergeConflictError(
                 f"canonical {merge.canonical_id} changed after merge {merge_id} "
                 "(a later merge or an edit): undo that first"
             )
-        restored: list[LessonRow] = []
+        changes = IndexChanges()
         for data in merge.before:
             row = session.get(LessonRow, data["id"], with_for_update=True)
             if row is None:
@@ -295,11 +308,14 @@ def undo_merge(db: Database, merge_id: str) -> tuple[MergeRecord, list[LessonRow
             if data["id"] != merge.canonical_id and row.merged_into != merge.canonical_id:
                 raise MergeConflictError(f"lesson {row.id} was moved after merge {merge_id}")
             restore(row, data)
+            if row.id == merge.canonical_id:
+                row.index_state = INDEX_PENDING  # its text changes back: re-embedded
+                changes.upsert.append(row)
+            else:
+                changes.metadata.append(row)
             session.add(row)
-            restored.append(row)
-        deleted = None
         if merge.created_canonical:
-            deleted = canonical.id
+            changes.delete.append(canonical.id)
             session.delete(canonical)
             vec = session.get(RootCauseVectorRow, canonical.id)
             if vec is not None:
@@ -307,7 +323,12 @@ def undo_merge(db: Database, merge_id: str) -> tuple[MergeRecord, list[LessonRow
         merge.undone_at = utcnow()
         session.add(merge)
         session.flush()
-        return to_record(merge), restored, deleted
+        return Written(to_record(merge), changes)
+
+    (record,) = write_through_each(
+        db, index, [(None, write)], embedder=embedder, after_commit=after_commit
+    )
+    return record
 
 
 def list_merges(db: Database, *, limit: int = 100) -> list[MergeRecord]:

@@ -28,10 +28,8 @@ from collections.abc import Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import inspect
 from sqlmodel import col, select
 
-from memory import lift as lift_stats
 from memory.dedup import Vector, unpack
 from memory.lift import LessonLift
 from memory.schema import LessonRow, RunRow, to_lesson
@@ -123,10 +121,7 @@ def _duplicates(
 
 
 def _flagged(memory: Memory) -> set[str]:
-    # The review table appears on the first lift run; a report must not create it.
-    if not inspect(memory.db.engine).has_table(lift_stats.ReviewRow.__tablename__):
-        return set()
-    return {flag.lesson_id for flag in lift_stats.flags(memory.db)}
+    return {flag.lesson_id for flag in memory.review_flags()}
 
 
 def _recall_loops(runs: Sequence[RunRow], vectors: dict[str, Vector], threshold: float) -> int:
@@ -147,7 +142,7 @@ def _recall_loops(runs: Sequence[RunRow], vectors: dict[str, Vector], threshold:
 
 def quality_report(memory: Memory) -> QualityReport:
     """Hygiene figures of `memory` (read-only)."""
-    with memory.db.read() as session:
+    with memory._db.read() as session:
         rows = [
             (r.id, r.scope, r.status, r.recalled, r.dedup_vector)
             for r in session.exec(select(LessonRow)).all()
@@ -174,7 +169,7 @@ def quality_report(memory: Memory) -> QualityReport:
     flagged = _flagged(memory) & set(active)
     written = sum(len(r.written_lesson_ids or ()) for r in runs)
     loops = _recall_loops(runs, vectors, memory.write_config.loop_similarity)
-    lifts = lift_stats.lesson_lift(memory.db, active) if active else []
+    lifts = memory.lesson_lift(active) if active else []
     measured = [s for s in lifts if s.lift is not None]
     return QualityReport(
         lessons=len(rows),
@@ -201,7 +196,7 @@ def quality_report(memory: Memory) -> QualityReport:
 
 def top_lessons(memory: Memory, limit: int = 10) -> list[LessonStanding]:
     """The most helpful active lessons: by runs helped, then lift, then times recalled."""
-    with memory.db.read() as session:
+    with memory._db.read() as session:
         rows = session.exec(
             select(LessonRow)
             .where(col(LessonRow.status).in_(list(ACTIVE)))
@@ -209,7 +204,7 @@ def top_lessons(memory: Memory, limit: int = 10) -> list[LessonStanding]:
             .limit(max(limit * 5, limit))
         ).all()
         lessons = [to_lesson(r) for r in rows]
-    lifts = {s.lesson_id: s for s in lift_stats.lesson_lift(memory.db, [x.id for x in lessons])}
+    lifts = {s.lesson_id: s for s in memory.lesson_lift([x.id for x in lessons])}
     ranked = sorted(
         lessons,
         key=lambda x: (

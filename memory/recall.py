@@ -57,9 +57,8 @@ from memory.dedup import Vector, cosine, unpack
 from memory.embeddings import Embedder
 from memory.index import Hit, LessonIndex
 from memory.lexical import RECALLABLE, LexicalIndex
-from memory.lift import ReviewRow
 from memory.render import estimate_tokens, render_lessons
-from memory.schema import LessonRow, to_lesson, utcnow
+from memory.schema import LessonRow, ReviewRow, to_lesson, utcnow
 from memory.types import Lesson, LessonQuery, ScoredLesson
 
 GLOBAL_SCOPE = "global"

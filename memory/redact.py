@@ -17,7 +17,47 @@ MASK = "[REDACTED]"
 
 _Replacer = str | Callable[[re.Match[str]], str]
 
-_KV_NAMES = r"password|passwd|pwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|token"
+_KV_NAMES = (
+    r"password|passwd|pwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|token"
+    r"|(?:private|signing|encryption|master|account|shared[_-]?access)[_-]?key"
+    r"|sess(?:ion)?(?:[_-]?id)|sid"
+)
+# Names of environment variables that hold credentials (`DB_PASS=`, `SECRET_KEY_BASE=`).
+_ENV_NAME = (
+    r"\b(?<![.$])[A-Z][A-Z0-9_]*_(?:KEY|KEY_BASE|SECRET|TOKEN|PASS|PASSWORD|PWD|AUTH"
+    r"|CREDENTIALS?|SIGNATURE)\b"
+)
+# The value of a name=value pair: quoted (to the closing quote) or a bare word.
+_VALUE = r"""(?:(?P<q>["'])(?P<quoted>[^"'\n]*)(?P=q)|(?P<bare>[^\s"'&;,]+))"""
+# Values that are code or placeholders, not credentials: `getpass.getpass(`, `os.environ[`,
+# `settings.SECRET_KEY`, `${DB_PASSWORD}`, `<token>`, `None`, `***`.
+_NOT_A_VALUE = re.compile(
+    r"[A-Za-z_][\w.]*[(\[].*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[$<{%].*|\*+|x+|None|null|nil"
+    r"|true|false|True|False|" + re.escape(MASK) + r"|\[REDACTED:\w+\]",
+)
+# HTTP headers and cookie attributes that are not secrets.
+_COOKIE_ATTRIBUTES = {"path", "domain", "expires", "max-age", "samesite", "secure", "httponly"}
+
+
+def _mask_value(m: re.Match[str]) -> str:
+    quoted, bare = m.group("quoted"), m.group("bare")
+    value = quoted if quoted is not None else bare
+    if not value or _NOT_A_VALUE.fullmatch(value):
+        return m.group(0)
+    start = m.start("quoted") if quoted is not None else m.start("bare")
+    end = m.end("quoted") if quoted is not None else m.end("bare")
+    whole = m.group(0)
+    return whole[: start - m.start()] + MASK + whole[end - m.start() :]
+
+
+def _mask_cookies(m: re.Match[str]) -> str:
+    def one(pair: re.Match[str]) -> str:
+        if pair.group(1).strip().lower() in _COOKIE_ATTRIBUTES:
+            return pair.group(0)
+        return f"{pair.group(1)}={MASK}"
+
+    return m.group(1) + re.sub(r"([^=;\s][^=;]*)=([^;\r\n]*)", one, m.group(2))
+
 
 # (kind, pattern, replacement). Order matters: whole blocks first, then structured keys,
 # then generic name=value pairs (so `token=sk-...` is not masked twice in odd ways).
@@ -25,9 +65,12 @@ _RULES: tuple[tuple[str, re.Pattern[str], _Replacer], ...] = (
     (
         "private_key",
         re.compile(
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"
-            # Log excerpts are often cut: mask to the END line, or to the end of the base64.
-            r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|[A-Za-z0-9+/=\s]*)",
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+            # Log excerpts are often cut, and their lines joined (" | ", JSON's "\n", a
+            # diff summary's "`...`; `...`"): mask to the END line, or else to the end of
+            # the base64 lines and whatever joins them.
+            r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+            r"|(?:[A-Za-z0-9+/=\s|;,`'\"]|\\n)*)",
             re.DOTALL,
         ),
         f"{MASK[:-1]}:private_key]",
@@ -37,6 +80,15 @@ _RULES: tuple[tuple[str, re.Pattern[str], _Replacer], ...] = (
         # scheme://user:password@host -> keep user and host, mask the password.
         re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)([^:/@\s]*):([^@\s/]+)@"),
         lambda m: f"{m.group(1)}{m.group(2)}:{MASK}@",
+    ),
+    (
+        "webhook_url",
+        # The path of a chat webhook is its credential.
+        re.compile(
+            r"(https://(?:hooks\.slack\.com/(?:services|workflows)|(?:[\w-]+\.)?discord(?:app)?"
+            r"\.com/api/webhooks|[\w-]+\.webhook\.office\.com/webhookb2)/)[\w\-/@.~%]+"
+        ),
+        lambda m: f"{m.group(1)}{MASK}",
     ),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"), MASK),
     (
@@ -49,27 +101,67 @@ _RULES: tuple[tuple[str, re.Pattern[str], _Replacer], ...] = (
         ),
         lambda m: f"{m.group(1)}{m.group(2)}{MASK}",
     ),
+    (
+        "cookie",
+        # Every value of a Cookie / Set-Cookie header line (attributes such as Path stay).
+        re.compile(r"(?im)^(.*?\b(?:set-)?cookie:[ \t]*)([^\r\n]+)"),
+        _mask_cookies,
+    ),
     # OpenAI (sk-, sk-proj-, sk-svcacct-), Anthropic (sk-ant-); \b keeps "task-..." intact.
     ("openai_key", re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}"), MASK),
-    ("stripe_key", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"), MASK),
+    (
+        "stripe_key",
+        re.compile(r"\b(?:[rs]k_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
+        MASK,
+    ),
     ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), MASK),
     (
         "github_token",
         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
         MASK,
     ),
-    ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), MASK),
+    (
+        "slack_token",
+        re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}"),
+        MASK,
+    ),
     ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), MASK),
     ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), MASK),
+    (
+        "service_token",
+        # Fixed-prefix tokens: GitLab, Google OAuth, npm, PyPI, SendGrid, DigitalOcean, Azure
+        # AD client secrets ("xxx8Q~...").
+        re.compile(
+            r"\b(?:gl(?:pat|ptt|dt|rt|cbt|oas)-[\w-]{20,}|GOCSPX-[\w-]{20,}|ya29\.[\w-]{20,}"
+            r"|npm_[A-Za-z0-9]{36}|pypi-AgE[\w-]{50,}|SG\.[\w-]{16,}\.[\w-]{16,}"
+            r"|do[opr]_v1_[a-f0-9]{64}|[\w-]{3}\dQ~[\w.~-]{31,34})"
+        ),
+        MASK,
+    ),
+    (
+        "url_parameter",
+        # Query parameters that carry credentials: Azure SAS `sig`, AWS presigned URLs, keys.
+        re.compile(
+            r"(?i)([?&;](?:sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token"
+            r"|access_token|auth|code|key)=)([^&\s#\"']+)"
+        ),
+        lambda m: f"{m.group(1)}{MASK}",
+    ),
+    (
+        "env_assignment",
+        # DB_PASS=..., SECRET_KEY_BASE: ...; case-sensitive: env names are upper case.
+        re.compile(r"(" + _ENV_NAME + r")([\"']?[ \t]*[:=][ \t]*)" + _VALUE),
+        _mask_value,
+    ),
     (
         "assignment",
         # password=..., "client_secret": "...", DB_PASSWD: ..., aws_secret_access_key = ...
         # `token\b` so that max_tokens=512 and tokenizer=... survive.
         re.compile(
             r"(?i)(\b[\w.\-]*?(?:" + _KV_NAMES + r")(?:[_-]?(?:key|id))?)\b"
-            r"([\"']?\s*[:=]\s*)([\"']?)([^\s\"'&;,]+)"
+            r"([\"']?[ \t]*[:=][ \t]*)" + _VALUE
         ),
-        lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}{MASK}",
+        _mask_value,
     ),
 )
 

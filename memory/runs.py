@@ -14,6 +14,7 @@ from sqlmodel import Session, col, select
 
 from memory.db import Database
 from memory.errors import LessonNotFoundError
+from memory.redact import redact
 from memory.schema import LessonRow, LessonUseRow, RunRow, to_run, to_use
 from memory.types import LessonUse, RecallStage, Run
 
@@ -27,7 +28,9 @@ def _get_or_create(
 ) -> RunRow:
     row = session.exec(select(RunRow).where(RunRow.id == run_id).with_for_update()).first()
     if row is None:
-        row = RunRow(id=run_id, task_id=task_id, goal=goal, scope=scope)
+        # A goal is the user's words, and users paste credentials into them: redact like
+        # every other text the memory stores.
+        row = RunRow(id=run_id, task_id=task_id, goal=redact(goal), scope=scope)
         session.add(row)
         session.flush()
     return row

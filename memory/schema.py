@@ -1,8 +1,15 @@
 """SQL schema (sqlmodel): the source of truth. Rows never leave the package; see `to_*`.
 
-Tables: `lessons`, `runs`, `lesson_uses`, and `memory_meta` (which embedding model built the
-store). JSON columns hold lists (evidence, id lists) so the schema stays portable between
-SQLite and PostgreSQL.
+Tables, all created when a store connects (`memory.migrate`):
+- `lessons`, `runs`, `lesson_uses`;
+- `memory_meta`: schema version, which embedding model built the store;
+- `lesson_merges`: consolidation merges with the before-snapshots that undo them;
+- `consolidation_vectors`: per lesson the root-cause embedding consolidation clusters on,
+  and whether a pass has processed it (what makes passes incremental and resumable);
+- `leases`: named leases with an expiry (one consolidation pass at a time);
+- `lesson_reviews`: lessons flagged for a person to review.
+JSON columns hold lists (evidence, id lists) so the schema stays portable between SQLite and
+PostgreSQL.
 """
 
 from __future__ import annotations
@@ -15,8 +22,6 @@ from sqlmodel import Field, SQLModel
 
 from memory.types import Evidence, Lesson, LessonUse, Run
 
-SCHEMA_VERSION = "1"
-
 IndexState = str  # "pending" (SQL written, index not yet) | "indexed"
 INDEX_PENDING = "pending"
 INDEX_DONE = "indexed"
@@ -27,8 +32,8 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _aware(value: datetime) -> datetime:
-    # SQLite drops the tz info on the way back; everything is stored as UTC.
+def aware(value: datetime) -> datetime:
+    """`value` as an aware datetime (SQLite drops the tz info; everything is stored as UTC)."""
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
@@ -39,6 +44,10 @@ class LessonRow(SQLModel, table=True):
     __table_args__ = (
         Index("ix_lessons_scope_type_status", "scope", "error_type", "status"),
         Index("ix_lessons_index_state", "index_state"),
+        # Newest first is how lessons are listed (CLI, console): a page of a 100k store
+        # walks the index instead of sorting every row.
+        Index("ix_lessons_created", "created_at", "id"),
+        Index("ix_lessons_updated", "updated_at", "id"),
     )
 
     id: str = Field(primary_key=True, max_length=64)
@@ -113,11 +122,70 @@ class MetaRow(SQLModel, table=True):
     value: str
 
 
+class MergeRow(SQLModel, table=True):
+    """One merge, with everything needed to undo it."""
+
+    __tablename__ = "lesson_merges"
+
+    id: str = Field(primary_key=True, max_length=64)
+    scope: str = Field(max_length=200, index=True)
+    error_type: str = Field(max_length=100)
+    canonical_id: str = Field(max_length=64, index=True)
+    created_canonical: bool
+    member_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+    before: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
+    after_canonical: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    written_by: str = Field(default="", max_length=40)
+    created_at: datetime = Field(
+        default_factory=utcnow, sa_column=Column(DateTime(timezone=True), nullable=False)
+    )
+    undone_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+
+
+class RootCauseVectorRow(SQLModel, table=True):
+    """A lesson's root-cause embedding for clustering, and whether a pass processed it."""
+
+    __tablename__ = "consolidation_vectors"
+
+    lesson_id: str = Field(primary_key=True, max_length=64)
+    embedding_model: str = Field(max_length=200)
+    vector: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    processed: bool = Field(default=False, index=True)
+
+
+class LeaseRow(SQLModel, table=True):
+    """Who holds the named lease, until when."""
+
+    __tablename__ = "leases"
+
+    name: str = Field(primary_key=True, max_length=100)
+    holder: str = Field(max_length=200)
+    expires_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    acquired_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+class ReviewRow(SQLModel, table=True):
+    """A lesson flagged for a person to review (e.g. recalled in failing runs)."""
+
+    __tablename__ = "lesson_reviews"
+
+    lesson_id: str = Field(primary_key=True, max_length=64)
+    reason: str
+    flagged_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+# Every table of the store, in creation order.
 TABLES: list[Any] = [
     LessonRow.__table__,  # type: ignore[attr-defined]
     RunRow.__table__,  # type: ignore[attr-defined]
     LessonUseRow.__table__,  # type: ignore[attr-defined]
     MetaRow.__table__,  # type: ignore[attr-defined]
+    MergeRow.__table__,  # type: ignore[attr-defined]
+    RootCauseVectorRow.__table__,  # type: ignore[attr-defined]
+    LeaseRow.__table__,  # type: ignore[attr-defined]
+    ReviewRow.__table__,  # type: ignore[attr-defined]
 ]
 
 
@@ -140,8 +208,8 @@ def to_lesson(row: LessonRow) -> Lesson:
             "misled": row.misled,
             "merged_into": row.merged_into,
             "merged_from": tuple(row.merged_from or ()),
-            "created_at": _aware(row.created_at),
-            "updated_at": _aware(row.updated_at),
+            "created_at": aware(row.created_at),
+            "updated_at": aware(row.updated_at),
             "embedding_model": row.embedding_model,
         }
     )
@@ -160,7 +228,7 @@ def to_run(row: RunRow) -> Run:
         completion_tokens=row.completion_tokens,
         recalled_lesson_ids=tuple(row.recalled_lesson_ids or ()),
         written_lesson_ids=tuple(row.written_lesson_ids or ()),
-        created_at=_aware(row.created_at),
+        created_at=aware(row.created_at),
     )
 
 
@@ -172,7 +240,7 @@ def to_use(row: LessonUseRow) -> LessonUse:
             "run_id": row.run_id,
             "stage": row.stage,
             "outcome": row.outcome,
-            "created_at": _aware(row.created_at),
+            "created_at": aware(row.created_at),
         }
     )
 

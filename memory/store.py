@@ -18,18 +18,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import func
-from sqlmodel import col, select
-
-from memory import edit, runs, sync, wiring
-from memory import lift as lift_stats
+from memory import edit, lift, merges, migrate, queries, runs, sync, vectors, wiring
+from memory import lease as leases
 from memory.db import Database
 from memory.embeddings import Embedder, HashEmbedder
-from memory.errors import EmbeddingMismatchError, LessonNotFoundError, MemoryConfigError
-from memory.index import LessonIndex, embedded_client, ephemeral_client, http_client
+from memory.errors import EmbeddingMismatchError
+from memory.index import LessonIndex, ephemeral_client
+from memory.lease import Lease
 from memory.lexical import LexicalIndex
+from memory.lift import LessonLift, ReviewFlag
+from memory.merges import MergePlan, MergeRecord
 from memory.recall import RecallConfig, recall
-from memory.schema import LessonRow, to_lesson
 from memory.sync import Progress
 from memory.types import (
     AddResult,
@@ -45,6 +44,7 @@ from memory.types import (
     Run,
     ScoredLesson,
 )
+from memory.vectors import Bucket, BucketVectors
 from memory.write import AfterCommitHook, LessonWriter, WriteConfig
 
 # Thresholds calibrated on all-MiniLM-L6-v2 with the corpus in tests/memory/memory_corpus.py
@@ -77,17 +77,17 @@ class Memory:
         after_sql_commit: AfterCommitHook | None = None,
         drop_index_on_close: bool = False,
     ) -> None:
-        self.db = db
-        self.index = index
-        self.embedder = embedder
+        self._db = db
+        self._index = index
+        self._embedder = embedder
         self.recall_config = recall_config or RecallConfig(min_similarity=DEFAULT_MIN_SIMILARITY)
         self.write_config = write_config or WriteConfig(
             dedup_similarity=DEFAULT_DEDUP_SIMILARITY, loop_similarity=DEFAULT_LOOP_SIMILARITY
         )
         self._writer = LessonWriter(db, index, embedder, self.write_config, after_sql_commit)
+        # Fault-injection point for tests: runs after a SQL commit, before the index write.
+        self._after_sql_commit = after_sql_commit
         self.lexical = LexicalIndex(db)
-        # Recall reads review flags (memory.lift) to rank flagged lessons down.
-        lift_stats.ensure_tables(db)
         self._drop_index_on_close = drop_index_on_close
 
     # -- construction ------------------------------------------------------------------
@@ -115,28 +115,7 @@ class Memory:
         several processes sharing one store need. `reembed=True` accepts a different embedding
         model than the store was built with and re-embeds every lesson.
         """
-        try:
-            url, local_chroma = wiring.locations(url_or_path, chroma_path)
-            if chroma_url is not None:
-                client = http_client(chroma_url)
-            elif local_chroma is not None:
-                client = embedded_client(local_chroma)
-            else:
-                raise MemoryConfigError(
-                    f"{url_or_path!r} is not a local SQLite store: pass chroma_url (a Chroma "
-                    "server; LESSONLOOP_CHROMA_URL for the CLI) or chroma_path (an embedded "
-                    "index directory)"
-                )
-        except OSError as exc:
-            # e.g. a directory that cannot be created: the operator must choose another place.
-            raise MemoryConfigError(
-                f"cannot create or open the store at {url_or_path}: {exc}"
-            ) from exc
-        try:
-            db = Database.connect(url)
-        except BaseException:
-            wiring.close_client(client)
-            raise
+        db, client = wiring.connect(url_or_path, chroma_url=chroma_url, chroma_path=chroma_path)
         try:
             memory = cls._assemble(
                 db,
@@ -229,10 +208,10 @@ class Memory:
     def close(self) -> None:
         """Release connections (and drop the collection of an `in_memory` store)."""
         if self._drop_index_on_close:
-            self.index.drop()
+            self._index.drop()
             self._drop_index_on_close = False
-        wiring.close_client(self.index.client)
-        self.db.dispose()
+        wiring.close_client(self._index.client)
+        self._db.dispose()
 
     def __enter__(self) -> Memory:
         return self
@@ -278,9 +257,7 @@ class Memory:
             "applies_when": applies_when,
         }
         fields = {k: v for k, v in given.items() if v is not None}
-        edit.update_lesson(
-            self.db, self.index, self._writer, self.embedder, self.get(lesson_id), fields
-        )
+        edit.update_lesson(self._db, self._index, self._embedder, self.get(lesson_id), fields)
         return self.get(lesson_id)
 
     def set_status(
@@ -288,61 +265,32 @@ class Memory:
     ) -> Lesson:
         """Change a lesson's status. `merged` needs `merged_into` (recorded on both sides);
         leaving `merged` undoes the merge link, so merges are reversible."""
-        return edit.set_status(self.db, self.index, lesson_id, status, merged_into)
+        return edit.set_status(self._db, self._index, lesson_id, status, merged_into)
 
     # -- reading -----------------------------------------------------------------------
 
     def get(self, lesson_id: str) -> Lesson:
         """One lesson by id; `LessonNotFoundError` if there is none."""
-        with self.db.read() as session:
-            row = session.get(LessonRow, lesson_id)
-            if row is None:
-                raise LessonNotFoundError(f"no lesson {lesson_id!r}")
-            return to_lesson(row)
+        return queries.get(self._db, lesson_id)
+
+    def get_many(self, lesson_ids: Sequence[str]) -> list[Lesson]:
+        """The lessons of `lesson_ids` that exist, in that order (missing ids left out)."""
+        return queries.get_many(self._db, lesson_ids)
 
     def recall(self, query: LessonQuery) -> list[ScoredLesson]:
         """Lessons relevant to `query`, best first (read-only; see `memory.recall`)."""
         return recall(
             query,
-            embedder=self.embedder,
-            index=self.index,
+            embedder=self._embedder,
+            index=self._index,
             lexical=self.lexical,
-            db=self.db,
+            db=self._db,
             config=self.recall_config,
         )
 
     def list_lessons(self, where: LessonFilter | None = None) -> Page[Lesson]:
         """A page of lessons matching the filter, with the total count."""
-        where = where or LessonFilter()
-        conditions: list[Any] = []
-        if where.scope is not None:
-            conditions.append(LessonRow.scope == where.scope)
-        if where.error_type is not None:
-            conditions.append(LessonRow.error_type == where.error_type)
-        if where.status:
-            conditions.append(col(LessonRow.status).in_(list(where.status)))
-        sort_col = col(getattr(LessonRow, where.sort))
-        order = (
-            [sort_col.desc(), col(LessonRow.id).desc()]
-            if where.descending
-            else [
-                sort_col.asc(),
-                col(LessonRow.id).asc(),
-            ]
-        )
-        with self.db.read() as session:
-            total = session.exec(
-                select(func.count()).select_from(LessonRow).where(*conditions)
-            ).one()
-            rows = session.exec(
-                select(LessonRow)
-                .where(*conditions)
-                .order_by(*order)
-                .offset(where.offset)
-                .limit(where.limit)
-            ).all()
-            items = tuple(to_lesson(r) for r in rows)
-        return Page[Lesson](items=items, total=total, offset=where.offset, limit=where.limit)
+        return queries.list_lessons(self._db, where or LessonFilter())
 
     # -- runs and uses -----------------------------------------------------------------
 
@@ -350,11 +298,11 @@ class Memory:
         self, run_id: str, *, task_id: str = "", goal: str = "", scope: str = "default"
     ) -> Run:
         """Register a run (idempotent)."""
-        return runs.record_run(self.db, run_id, task_id=task_id, goal=goal, scope=scope)
+        return runs.record_run(self._db, run_id, task_id=task_id, goal=goal, scope=scope)
 
     def report_use(self, run_id: str, stage: RecallStage, lesson_ids: Sequence[str]) -> None:
         """The loop put these lessons into a prompt: record the use, bump `recalled`."""
-        runs.report_use(self.db, run_id, stage, lesson_ids)
+        runs.report_use(self._db, run_id, stage, lesson_ids)
 
     def finish_run(
         self,
@@ -367,7 +315,7 @@ class Memory:
     ) -> Run:
         """Store the run's outcome; its used lessons get `helped` (passed) or `misled`."""
         return runs.finish_run(
-            self.db,
+            self._db,
             run_id,
             passed=passed,
             rounds=rounds,
@@ -377,22 +325,119 @@ class Memory:
 
     def get_run(self, run_id: str) -> Run:
         """One run by id."""
-        return runs.get_run(self.db, run_id)
+        return runs.get_run(self._db, run_id)
 
     def uses(self, lesson_id: str) -> list[LessonUse]:
         """Every recorded use of a lesson, oldest first."""
-        return runs.uses(self.db, lesson_id)
+        return runs.uses(self._db, lesson_id)
+
+    def schema_version(self) -> int:
+        """The store's schema version (see `memory.migrate`)."""
+        with self._db.read() as session:
+            return migrate.stored_version(session) or 1
 
     # -- index maintenance -------------------------------------------------------------
 
     def check(self, repair: bool = False) -> DriftReport:
         """Compare SQL with the vector index; with `repair=True`, fix the index."""
-        return sync.check(self.db, self.index, self._writer, self.embedder, repair=repair)
+        return sync.check(self._db, self._index, self._embedder, repair=repair)
 
     def reindex(self, *, reembed: bool = False, progress: Progress | None = None) -> int:
         """Rebuild the vector index from SQL; returns the number of lessons indexed."""
         count = sync.reindex(
-            self.db, self.index, self._writer, self.embedder, reembed=reembed, progress=progress
+            self._db, self._index, self._embedder, reembed=reembed, progress=progress
         )
-        wiring.save_model(self.db, self.embedder)
+        wiring.save_model(self._db, self._embedder)
         return count
+
+    # -- consolidation: root-cause vectors, merges, the lease ---------------------------
+
+    def embed_root_causes(self, *, page: int = 2048) -> int:
+        """Cache the root-cause vector of every active lesson that has none; returns how many."""
+        return vectors.embed_pending(self._db, self._embedder, page=page)
+
+    def consolidation_buckets(
+        self, *, full: bool = False, across_types: bool = False
+    ) -> list[Bucket]:
+        """(scope, error type) pairs with active lessons no pass processed (all with `full`);
+        `across_types`: one `(scope, ALL_TYPES)` bucket per such scope."""
+        return vectors.buckets(self._db, full=full, across_types=across_types)
+
+    def bucket_vectors(self, bucket: Bucket, *, full: bool = False) -> BucketVectors:
+        """The cached root-cause vectors of one bucket (`(scope, ALL_TYPES)`: every error type
+        of the scope), split into processed and new."""
+        return vectors.bucket_vectors(self._db, self._embedder, bucket, full=full)
+
+    def cause_texts(self, lesson_ids: Sequence[str]) -> list[str]:
+        """Root cause + fix of each lesson, in the order of `lesson_ids`."""
+        return vectors.cause_texts(self._db, lesson_ids)
+
+    def unprocessed_count(self) -> int:
+        """Active lessons no consolidation pass has processed yet."""
+        return vectors.unprocessed_count(self._db)
+
+    def mark_processed(self, lesson_ids: Sequence[str]) -> None:
+        """Record that a consolidation pass has clustered these lessons."""
+        vectors.mark_processed(self._db, lesson_ids)
+
+    def fix_vectors(self, lesson_ids: Sequence[str]) -> dict[str, list[float]]:
+        """Embeddings of these lessons' fixes, by id (one batch)."""
+        return vectors.fix_vectors(self._db, self._embedder, lesson_ids)
+
+    def apply_merge(self, plan: MergePlan) -> MergeRecord | None:
+        """Write one merge (SQL, then the index); None if a lesson changed since the plan."""
+        return self.apply_merges([plan])[0]
+
+    def apply_merges(self, plans: Sequence[MergePlan]) -> list[MergeRecord | None]:
+        """`apply_merge` for several plans: one SQL transaction each, one index batch."""
+        return merges.apply_merges(
+            self._db, self._index, self._embedder, plans, after_commit=self._after_sql_commit
+        )
+
+    def undo_merge(self, merge_id: str) -> MergeRecord:
+        """Restore the lessons of a merge exactly (`MergeConflictError` if built upon)."""
+        return merges.undo_merge(
+            self._db, self._index, self._embedder, merge_id, after_commit=self._after_sql_commit
+        )
+
+    def list_merges(self, *, limit: int = 100) -> list[MergeRecord]:
+        """Merge records, newest first."""
+        return merges.list_merges(self._db, limit=limit)
+
+    def acquire_lease(self, name: str, holder: str, ttl_s: float) -> Lease | None:
+        """Take the named lease if free, expired or ours; None if someone else holds it."""
+        return leases.acquire(self._db, name, holder, ttl_s)
+
+    def renew_lease(self, lease: Lease, ttl_s: float) -> Lease:
+        """Extend a held lease; `LeaseLostError` if another holder took it over."""
+        return leases.renew(self._db, lease, ttl_s)
+
+    def release_lease(self, lease: Lease) -> None:
+        """Give a lease up (no-op if it was taken over)."""
+        leases.release(self._db, lease)
+
+    def lease_holder(self, name: str) -> Lease | None:
+        """The current unexpired holder of the named lease, if any."""
+        return leases.holder_of(self._db, name)
+
+    # -- lift and review flags ---------------------------------------------------------
+
+    def lesson_lift(self, lesson_ids: Sequence[str] | None = None) -> list[LessonLift]:
+        """Lift statistics of these lessons (default: every lesson not merged)."""
+        return lift.lesson_lift(self._db, lesson_ids)
+
+    def flag_for_review(self, lesson_id: str, reason: str) -> bool:
+        """Flag a lesson for a person to review; False if it was flagged already."""
+        return lift.flag(self._db, lesson_id, reason)
+
+    def clear_review_flag(self, lesson_id: str) -> bool:
+        """Remove a review flag (a person decided); False if there was none."""
+        return lift.clear_flag(self._db, lesson_id)
+
+    def review_flags(self) -> list[ReviewFlag]:
+        """Open review flags, oldest first."""
+        return lift.flags(self._db)
+
+    def flagged_ids(self, lesson_ids: Sequence[str]) -> set[str]:
+        """Which of `lesson_ids` are flagged for review."""
+        return lift.flagged_ids(self._db, lesson_ids)

@@ -7,20 +7,16 @@ from collections.abc import Callable, Iterator, Sequence
 from sqlalchemy import func, update
 from sqlmodel import col, select
 
+from memory.commit import IndexChanges, apply_to_index, metadata_of, vectors_by_id
 from memory.db import Database
 from memory.dedup import dedup_text, index_text, pack
 from memory.embeddings import Embedder
-from memory.index import LessonIndex, Metadata, lesson_metadata
+from memory.index import LessonIndex
 from memory.schema import INDEX_PENDING, LessonRow
 from memory.types import DriftReport
-from memory.write import LessonWriter
 
 Progress = Callable[[int, int], None]  # (done, total)
 _PAGE = 256
-
-
-def _expected(row: LessonRow) -> Metadata:
-    return lesson_metadata(row.scope, row.error_type, row.status, row.embedding_model)
 
 
 def _rows_by_id(db: Database, ids: Sequence[str]) -> list[LessonRow]:
@@ -51,9 +47,7 @@ def _all_rows(db: Database) -> Iterator[list[LessonRow]]:
         last = page[-1].id
 
 
-def check(
-    db: Database, index: LessonIndex, writer: LessonWriter, embedder: Embedder, *, repair: bool
-) -> DriftReport:
+def check(db: Database, index: LessonIndex, embedder: Embedder, *, repair: bool) -> DriftReport:
     """Compare SQL and the index; with `repair`, make the index match SQL."""
     # Index first, SQL second: a lesson committed in between is then "missing" (harmless to
     # re-add), never a false "orphan" (which repair would delete).
@@ -71,18 +65,20 @@ def check(
                 missing.append(row.id)
             elif in_index[row.id].get("scope") != row.scope:
                 missing.append(row.id)  # in the wrong scope collection: re-add it
-            elif in_index[row.id] != _expected(row):
+            elif in_index[row.id] != metadata_of(row):
                 drift.append(row.id)
     orphans = sorted(set(in_index) - sql_ids)
     if repair:
-        moved = [i for i in missing if i in in_index]
-        index.delete(moved)
         to_index = _rows_by_id(db, pending + missing)
         vectors = embedder.embed([index_text(r.symptom, r.root_cause) for r in to_index])
-        writer.index_rows(to_index, {r.id: v for r, v in zip(to_index, vectors, strict=True)})
-        drifted = _rows_by_id(db, drift)
-        index.update_metadata([r.id for r in drifted], [_expected(r) for r in drifted])
-        index.delete(orphans)
+        changes = IndexChanges(
+            upsert=to_index,
+            vectors=vectors_by_id(to_index, vectors),
+            metadata=_rows_by_id(db, drift),
+            # Lessons indexed in the wrong scope's collection are re-added after the delete.
+            delete=[i for i in missing if i in in_index] + orphans,
+        )
+        apply_to_index(db, index, changes)
     return DriftReport(
         pending=tuple(pending),
         missing_in_index=tuple(missing),
@@ -95,7 +91,6 @@ def check(
 def reindex(
     db: Database,
     index: LessonIndex,
-    writer: LessonWriter,
     embedder: Embedder,
     *,
     reembed: bool = False,
@@ -125,7 +120,7 @@ def reindex(
                     )
                     row.embedding_model = embedder.model_id
         vectors = embedder.embed([index_text(r.symptom, r.root_cause) for r in page])
-        writer.index_rows(page, {r.id: v for r, v in zip(page, vectors, strict=True)})
+        apply_to_index(db, index, IndexChanges(upsert=page, vectors=vectors_by_id(page, vectors)))
         done += len(page)
         if progress is not None:
             progress(done, total)

@@ -30,17 +30,29 @@ class Evidence(BaseModel):
     excerpt: str = ""
 
 
-class LessonDraft(BaseModel):
-    """A lesson before it is stored: what a retrospective (or a person) proposes."""
+class LessonText(BaseModel):
+    """The words of a lesson: what was seen, why, what fixes it, and when that applies.
+
+    The shared base of what carries a lesson's text before it is stored (drafts, merge
+    plans, canonical texts). `Lesson` (a stored lesson: id first), the export's
+    `LessonRecord` (a file format with its own documented key order and bounds) and the SQL
+    row declare the same fields themselves; tests/memory/test_memory_units.py keeps the
+    declarations from drifting apart.
+    """
 
     model_config = ConfigDict(frozen=True)
 
-    scope: str = "default"
-    error_type: str
     symptom: str
     root_cause: str
     fix: str
     applies_when: str = ""
+
+
+class LessonDraft(LessonText):
+    """A lesson before it is stored: what a retrospective (or a person) proposes."""
+
+    scope: str = "default"
+    error_type: str
     evidence: tuple[Evidence, ...] = ()
     status: LessonStatus = "candidate"
     # Lessons that were injected into the run that produced this draft (recall-loop guard).

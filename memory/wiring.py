@@ -9,6 +9,8 @@ from sqlmodel import select
 
 from memory.db import Database, sql_url
 from memory.embeddings import Embedder
+from memory.errors import MemoryConfigError
+from memory.index import embedded_client, http_client
 from memory.schema import LessonRow, MetaRow
 
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
@@ -28,6 +30,32 @@ def locations(url_or_path: str, chroma_path: str | Path | None) -> tuple[str, Pa
     if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
         return url, Path(url[len("sqlite:///") :]).with_suffix(".chroma")
     return url, None
+
+
+def connect(
+    url_or_path: str, *, chroma_url: str | None, chroma_path: str | Path | None
+) -> tuple[Database, Any]:
+    """The SQL database and the chromadb client of `Memory.open` (see its docstring)."""
+    try:
+        url, local_chroma = locations(url_or_path, chroma_path)
+        if chroma_url is not None:
+            client = http_client(chroma_url)
+        elif local_chroma is not None:
+            client = embedded_client(local_chroma)
+        else:
+            raise MemoryConfigError(
+                f"{url_or_path!r} is not a local SQLite store: pass chroma_url (a Chroma "
+                "server; LESSONLOOP_CHROMA_URL for the CLI) or chroma_path (an embedded "
+                "index directory)"
+            )
+    except OSError as exc:
+        # e.g. a directory that cannot be created: the operator must choose another place.
+        raise MemoryConfigError(f"cannot create or open the store at {url_or_path}: {exc}") from exc
+    try:
+        return Database.connect(url), client
+    except BaseException:
+        close_client(client)
+        raise
 
 
 def close_client(client: Any) -> None:

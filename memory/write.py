@@ -1,9 +1,9 @@
 """The write path: redact -> embed -> (locked) recall-loop guard + dedup -> SQL -> index.
 
 SQL is the source of truth and is written first with `index_state="pending"`; the index is
-written after the commit and the row marked "indexed". A crash in between leaves a pending
-row that `Memory.check(repair=True)` finishes. Embedding happens before the lock is taken,
-so the serialised section is only a few SQL statements.
+written after the commit and the row marked "indexed" (`memory.commit.write_through`, one
+transaction per scope). Embedding happens before the lock is taken, so the serialised
+section is only a few SQL statements.
 """
 
 from __future__ import annotations
@@ -12,16 +12,15 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import update
 from sqlmodel import Session, col, select
 
+from memory.commit import AfterCommitHook, IndexChanges, Written, write_through_each
 from memory.db import Database
 from memory.dedup import Vector, best_match, cosine, dedup_text, index_text, pack, unpack
 from memory.embeddings import Embedder
-from memory.index import LessonIndex, lesson_metadata
+from memory.index import LessonIndex
 from memory.redact import redact_draft
 from memory.schema import (
-    INDEX_DONE,
     INDEX_PENDING,
     LessonRow,
     RunRow,
@@ -34,7 +33,7 @@ from memory.types import AddResult, Evidence, LessonDraft
 # A lesson seen many times keeps its newest evidence only; `seen` still counts every sighting.
 MAX_EVIDENCE = 50
 
-AfterCommitHook = Callable[[Sequence[str]], None]
+__all__ = ["AfterCommitHook", "LessonWriter", "WriteConfig", "new_lesson_id"]
 
 
 def new_lesson_id() -> str:
@@ -115,14 +114,25 @@ class LessonWriter:
         by_scope: dict[str, list[int]] = {}
         for i, p in enumerate(prepared):
             by_scope.setdefault(p.draft.scope, []).append(i)
-        for scope, positions in by_scope.items():
-            with self.db.write(lock_scope=scope) as session:
+
+        def writer(scope: str, positions: list[int]) -> Callable[[Session], Written[None]]:
+            def write(session: Session) -> Written[None]:
+                first = len(batch.created)
                 self._write_scope(session, scope, [(i, prepared[i]) for i in positions], batch)
                 if run_id is not None:
                     self._note_written(session, run_id, batch, positions)
-        if batch.created and self.after_sql_commit is not None:
-            self.after_sql_commit([row.id for row in batch.created])
-        self.index_rows(batch.created, batch.index_vecs)
+                created = batch.created[first:]
+                vectors = {r.id: batch.index_vecs[r.id] for r in created}
+                return Written(None, IndexChanges(upsert=created, vectors=vectors))
+
+            return write
+
+        write_through_each(
+            self.db,
+            self.index,
+            [(scope, writer(scope, positions)) for scope, positions in by_scope.items()],
+            after_commit=self.after_sql_commit,
+        )
         return [r for r in batch.results if r is not None]
 
     def _write_scope(
@@ -232,23 +242,3 @@ class LessonWriter:
                 ids.append(result.lesson.id)
         run.written_lesson_ids = ids
         session.add(run)
-
-    def index_rows(self, rows: Sequence[LessonRow], vectors: dict[str, list[float]]) -> None:
-        """Write rows to the index, then mark them indexed in SQL."""
-        if not rows:
-            return
-        self.index.upsert(
-            ids=[r.id for r in rows],
-            vectors=[vectors[r.id] for r in rows],
-            documents=[index_text(r.symptom, r.root_cause) for r in rows],
-            metadatas=[
-                lesson_metadata(r.scope, r.error_type, r.status, r.embedding_model) for r in rows
-            ],
-        )
-        with self.db.write() as session:
-            session.execute(
-                update(LessonRow)
-                .where(col(LessonRow.id).in_([r.id for r in rows]))
-                .where(col(LessonRow.index_state) == INDEX_PENDING)
-                .values(index_state=INDEX_DONE)
-            )

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.errors import BackendError, ModelOutputError
 from agent.llm.base import LLM, Message, Usage
-from memory.types import Evidence, Lesson, LessonStatus
+from memory.types import Evidence, Lesson, LessonStatus, LessonText
 from retrospectives import prompts
 
 MAX_EVIDENCE = 50
@@ -26,18 +26,11 @@ _WORD = re.compile(r"[a-z0-9_$'%.]{4,}")
 WrittenBy = Literal["model", "model+fallback_fix", "fallback"]
 
 
-class CanonicalText(BaseModel):
-    """The text of a canonical lesson."""
-
-    model_config = ConfigDict(frozen=True)
-
-    symptom: str
-    root_cause: str
-    fix: str
-    applies_when: str = ""
+# The text of a canonical lesson: the memory's shared text fields.
+CanonicalText = LessonText
 
 
-class CanonicalAnswer(CanonicalText):
+class CanonicalAnswer(LessonText):
     """The model's part of a merge: the JSON schema of the structured call, with bounds."""
 
     symptom: str = Field(min_length=8, max_length=600)

@@ -19,9 +19,9 @@ from agent.llm.base import LLM
 from agent.llm.resolve import resolve_llm
 from agent.session import open_memory
 from agent.settings import Settings
+from memory import LessonLift
 from memory.embeddings import Embedder
 from memory.errors import LessonMemoryError
-from memory.lift import LessonLift, clear_flag, flags
 from retrospectives.consolidate import ConsolidationConfig, ConsolidationReport, Consolidator
 from retrospectives.lift import apply_lift
 from retrospectives.worker import parse_duration, run_periodic, stop_on_signals
@@ -126,14 +126,14 @@ def review_cmd(
         with open_memory(Settings.from_env(), _embedder(ctx)) as memory:
             report = apply_lift(memory)
             for lesson_id in keep or ():
-                clear_flag(memory.db, lesson_id)
+                memory.clear_review_flag(lesson_id)
             for lesson_id in deprecate or ():
                 memory.set_status(lesson_id, "deprecated")
-                clear_flag(memory.db, lesson_id)
+                memory.clear_review_flag(lesson_id)
             for lesson_id in validate or ():
                 memory.set_status(lesson_id, "validated")
-                clear_flag(memory.db, lesson_id)
-            open_flags = flags(memory.db)
+                memory.clear_review_flag(lesson_id)
+            open_flags = memory.review_flags()
     except (LessonloopError, LessonMemoryError) as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc

@@ -1,11 +1,15 @@
 """The consolidation pass: cluster lessons by root cause, write canonical lessons, reversibly.
 
-    lease (SQL, expiry, CAS) -> embed root causes of lessons without a vector (cached in SQL)
-    -> per scope with new lessons, across error types: average linkage on root-cause vector
-       + word overlap (retrospectives.link); per (scope, error type) leader clustering
-       (retrospectives.cluster) with `across_error_types=False`
-    -> per cluster: canonical text (model or fallback) -> one SQL transaction (memory.merges)
-    -> index update -> mark the bucket's new lessons processed -> release the lease
+    lease (Memory.acquire_lease) -> embed root causes of lessons without a vector (cached by
+    the memory) -> per scope with new lessons, across error types: average linkage on
+    root-cause vector + word overlap (retrospectives.link); per (scope, error type) leader
+    clustering (retrospectives.cluster) with `across_error_types=False` -> per cluster:
+    canonical text (model or fallback) -> a merge plan -> Memory.apply_merges (one SQL
+    transaction per merge, then the index) -> mark the bucket's new lessons processed ->
+    release the lease
+
+This module decides (what clusters, what the canonical says); every write goes through
+`Memory`, the only writer of lessons.
 
 Incremental: only lessons no pass has processed are clustered, against the lessons that
 stand for earlier clusters. Idempotent: a second pass finds nothing new. Resumable: every
@@ -25,31 +29,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import update
-from sqlmodel import col, select
 
 from agent.llm.base import LLM, Usage
-from memory import lease as leases
-from memory import lift as lift_tables
-from memory import merges
-from memory.dedup import dedup_text, index_text, pack
-from memory.index import lesson_metadata
-from memory.schema import INDEX_DONE, LessonRow, to_lesson
+from memory import Bucket, BucketVectors, Lease, MergePlan, MergeRecord
+from memory.merges import ACTIVE
 from memory.store import Memory
-from memory.types import Lesson
 from retrospectives.canonical import write_canonical
-from retrospectives.cluster import Cluster, Matrix, leader_clusters
+from retrospectives.cluster import Cluster, leader_clusters
 from retrospectives.errors import ConsolidationBusyError
 from retrospectives.link import LinkConfig, linked_clusters
-from retrospectives.vectors import (
-    Bucket,
-    BucketVectors,
-    bucket_vectors,
-    cause_texts,
-    embed_pending,
-    mark_processed,
-)
-from retrospectives.vectors import buckets as vector_buckets
 
 LEASE_NAME = "consolidation"
 StopCheck = Callable[[], bool]
@@ -76,6 +64,8 @@ class ConsolidationConfig(BaseModel):
     max_cluster: int = Field(default=24, ge=2)
     # Re-cluster every active lesson, not only new ones (after a threshold change).
     full: bool = False
+    # Deterministic merges written per batch (a model-written merge is written at once).
+    write_batch: int = Field(default=64, ge=1)
 
 
 class ConsolidationReport(BaseModel):
@@ -89,7 +79,7 @@ class ConsolidationReport(BaseModel):
     new_lessons: int
     buckets: int
     clusters: int
-    merges: tuple[merges.MergeRecord, ...]
+    merges: tuple[MergeRecord, ...]
     conflicts: int  # clusters skipped because a lesson changed meanwhile (retried next pass)
     fallbacks: int  # canonicals written without (or despite) the model
     stopped_early: bool
@@ -104,17 +94,10 @@ def default_holder() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-def ensure_tables(memory: Memory) -> None:
-    """Create the tables of merges, leases and review flags (idempotent)."""
-    merges.ensure_tables(memory.db)
-    leases.ensure_tables(memory.db)
-    lift_tables.ensure_tables(memory.db)
-
-
 @dataclass
 class _Tally:
-    held: leases.Lease
-    records: list[merges.MergeRecord] = field(default_factory=list)
+    held: Lease
+    records: list[MergeRecord] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     new: int = 0
     clusters: int = 0
@@ -124,8 +107,8 @@ class _Tally:
     t_cluster: float = 0.0
     t_write: float = 0.0
     renewed_at: float = field(default_factory=time.monotonic)
-    # Canonicals written to SQL whose index entries are still to be written (per bucket).
-    to_index: list[tuple[LessonRow, list[float], tuple[str, ...]]] = field(default_factory=list)
+    # Merges planned but not yet written, with their cost and whether the model was bypassed.
+    planned: list[tuple[MergePlan, Usage, bool]] = field(default_factory=list)
 
 
 class Consolidator:
@@ -143,31 +126,27 @@ class Consolidator:
         self.llm = llm
         self.config = config or ConsolidationConfig()
         self.holder = holder or default_holder()
-        ensure_tables(memory)
-
-    # -- embeddings ----------------------------------------------------------------------
 
     # -- the pass ------------------------------------------------------------------------
 
     def run(self, *, should_stop: StopCheck | None = None) -> ConsolidationReport:
         """One pass under the lease; `ConsolidationBusyError` if another pass holds it."""
-        db = self.memory.db
-        held = leases.acquire(db, LEASE_NAME, self.holder, self.config.lease_ttl_s)
+        held = self.memory.acquire_lease(LEASE_NAME, self.holder, self.config.lease_ttl_s)
         if held is None:
-            current = leases.holder_of(db, LEASE_NAME)
+            current = self.memory.lease_holder(LEASE_NAME)
             who = current.holder if current else "another process"
             raise ConsolidationBusyError(f"a consolidation pass is running ({who}); try later")
         try:
             return self._run(held, should_stop or (lambda: False))
         finally:
-            leases.release(db, held)
+            self.memory.release_lease(held)
 
-    def _run(self, held: leases.Lease, should_stop: StopCheck) -> ConsolidationReport:
+    def _run(self, held: Lease, should_stop: StopCheck) -> ConsolidationReport:
         t0 = time.perf_counter()
-        embedded = embed_pending(self.memory)
+        embedded = self.memory.embed_root_causes()
         t_embed = time.perf_counter() - t0
-        buckets = vector_buckets(
-            self.memory, full=self.config.full, across_types=self.config.across_error_types
+        buckets = self.memory.consolidation_buckets(
+            full=self.config.full, across_types=self.config.across_error_types
         )
         tally = _Tally(held=held)
         for bucket in buckets:
@@ -196,7 +175,7 @@ class Consolidator:
 
     def _bucket(self, bucket: Bucket, tally: _Tally, should_stop: StopCheck) -> None:
         t1 = time.perf_counter()
-        vectors = bucket_vectors(self.memory, bucket, full=self.config.full)
+        vectors = self.memory.bucket_vectors(bucket, full=self.config.full)
         clusters = self._clusters(vectors)
         tally.t_cluster += time.perf_counter() - t1
         tally.new += len(vectors.new_ids)
@@ -205,31 +184,30 @@ class Consolidator:
         # so the next pass retries them.
         retry: set[str] = set()
         cap = self.config.max_cluster - 1
-        fix_vectors = self._fix_vectors([i for c in clusters for i in (c.leader, *c.members[:cap])])
+        fix_vectors = self.memory.fix_vectors(
+            [i for c in clusters for i in (c.leader, *c.members[:cap])]
+        )
         for cluster in clusters:
             if should_stop():
                 tally.stopped = True
-                self._flush_index(tally)
-                return
+                break
             if time.monotonic() - tally.renewed_at > self.config.lease_ttl_s / 3:
-                tally.held = leases.renew(self.memory.db, tally.held, self.config.lease_ttl_s)
+                tally.held = self.memory.renew_lease(tally.held, self.config.lease_ttl_s)
                 tally.renewed_at = time.monotonic()
             tally.clusters += 1
             taken = cluster.members[:cap]
             retry.update(cluster.members[len(taken) :])
-            outcome = self._merge(
-                bucket, cluster.leader, taken, vectors.vector(cluster.leader), fix_vectors, tally
-            )
-            if outcome is None:
+            planned = self._plan(bucket, cluster.leader, taken, fix_vectors)
+            if planned is None:
                 tally.conflicts += 1
                 retry.update(taken)
                 continue
-            record, cost, fallback = outcome
-            tally.records.append(record)
-            tally.usage += cost
-            tally.fallbacks += int(fallback)
-        self._flush_index(tally)
-        mark_processed(self.memory, [i for i in vectors.new_ids if i not in retry])
+            tally.planned.append(planned)
+            if self.llm is not None or len(tally.planned) >= self.config.write_batch:
+                retry.update(self._write(tally))
+        retry.update(self._write(tally))
+        if not tally.stopped:
+            self.memory.mark_processed([i for i in vectors.new_ids if i not in retry])
         tally.t_write += time.perf_counter() - t2
 
     def _clusters(self, vectors: BucketVectors) -> list[Cluster]:
@@ -251,7 +229,7 @@ class Consolidator:
             ids,
             [True] * len(vectors.old_ids) + [False] * len(vectors.new_ids),
             np.vstack([vectors.old, vectors.new]),
-            cause_texts(self.memory, ids),
+            self.memory.cause_texts(ids),
             LinkConfig(
                 threshold=cfg.link_threshold,
                 lexical_weight=cfg.lexical_weight,
@@ -260,17 +238,15 @@ class Consolidator:
             ),
         )
 
-    def _merge(
+    def _plan(
         self,
         bucket: Bucket,
         leader_id: str,
         members: Sequence[str],
-        leader_vec: Matrix,
         fix_vectors: Mapping[str, Sequence[float]],
-        tally: _Tally,
-    ) -> tuple[merges.MergeRecord, Usage, bool] | None:
+    ) -> tuple[MergePlan, Usage, bool] | None:
         ids = [leader_id, *members]
-        lessons = self._load(ids)
+        lessons = [m for m in self.memory.get_many(ids) if m.status in ACTIVE]
         if len(lessons) != len(ids):
             return None
         leader = lessons[0]
@@ -281,16 +257,14 @@ class Consolidator:
             fix_threshold=self.config.fix_threshold,
         )
         text = canonical.text
-        dedup_vec, index_vec = self.memory.embedder.embed(
-            [dedup_text(text.root_cause, text.fix), index_text(text.symptom, text.root_cause)]
-        )
         # A leader that is already a canonical absorbs the newcomers in place.
         fold = bool(leader.merged_from)
-        plan = merges.MergePlan(
+        plan = MergePlan(
             scope=bucket[0],
             # Across types the canonical keeps its leader's type (members keep theirs).
             error_type=leader.error_type,
             canonical_id=leader.id if fold else None,
+            leader_id=leader.id,
             member_ids=tuple(m.id for m in (lessons[1:] if fold else lessons)),
             expected={m.id: m.updated_at for m in lessons},
             symptom=text.symptom,
@@ -304,85 +278,30 @@ class Consolidator:
             misled=canonical.misled,
             evidence=canonical.evidence,
             merged_from=canonical.merged_from,
-            dedup_vector=pack(dedup_vec),
-            embedding_model=self.memory.embedder.model_id,
-            root_vector=pack(leader_vec.tolist()),
             written_by=canonical.written_by,
         )
-        applied = merges.apply_merge(self.memory.db, plan)
-        if applied is None:
-            return None
-        record, row = applied
-        tally.to_index.append((row, index_vec, plan.member_ids))
-        return record, canonical.usage, canonical.written_by != "model"
+        return plan, canonical.usage, canonical.written_by != "model"
 
-    def _fix_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
-        """Fix embeddings of every lesson about to be merged in a bucket, in one batch."""
-        fixes: dict[str, str] = {}
-        for start in range(0, len(ids), 900):
-            chunk = list(ids[start : start + 900])
-            with self.memory.db.read() as session:
-                rows = session.exec(
-                    select(LessonRow.id, LessonRow.fix).where(col(LessonRow.id).in_(chunk))
-                ).all()
-            fixes.update(dict(rows))
-        keys = list(fixes)
-        return dict(zip(keys, self.memory.embedder.embed([fixes[k] for k in keys]), strict=True))
-
-    def _load(self, ids: Sequence[str]) -> list[Lesson]:
-        with self.memory.db.read() as session:
-            rows = session.exec(select(LessonRow).where(col(LessonRow.id).in_(list(ids)))).all()
-            found = {r.id: to_lesson(r) for r in rows}
-        return [found[i] for i in ids if i in found and found[i].status in merges.ACTIVE]
-
-    def _flush_index(self, tally: _Tally) -> None:
-        """Write the bucket's canonicals to the index in one batch, then mark them indexed.
-
-        Until then they are "pending" in SQL (recall reads SQL status, so nothing wrong is
-        recalled meanwhile), and `Memory.check(repair=True)` finishes it after a crash.
-        """
-        if not tally.to_index:
-            return
-        rows = [row for row, _, _ in tally.to_index]
-        index = self.memory.index
-        index.upsert(
-            [r.id for r in rows],
-            [vec for _, vec, _ in tally.to_index],
-            [index_text(r.symptom, r.root_cause) for r in rows],
-            [lesson_metadata(r.scope, r.error_type, r.status, r.embedding_model) for r in rows],
-        )
-        members = [(r, m) for r, _, ms in tally.to_index for m in ms]
-        index.update_metadata(
-            [m for _, m in members],
-            [
-                lesson_metadata(r.scope, r.error_type, "merged", r.embedding_model)
-                for r, _ in members
-            ],
-        )
-        with self.memory.db.write() as session:
-            session.execute(
-                update(LessonRow)
-                .where(col(LessonRow.id).in_([r.id for r in rows]))
-                .values(index_state=INDEX_DONE)
-            )
-        tally.to_index.clear()
+    def _write(self, tally: _Tally) -> set[str]:
+        """Write the planned merges (SQL, then the index); the lessons of conflicting ones."""
+        planned, tally.planned = tally.planned, []
+        records = self.memory.apply_merges([plan for plan, _, _ in planned])
+        conflicted: set[str] = set()
+        for (plan, cost, fallback), record in zip(planned, records, strict=True):
+            if record is None:
+                tally.conflicts += 1
+                conflicted.update(i for i in plan.member_ids if i != plan.leader_id)
+                continue
+            tally.records.append(record)
+            tally.usage += cost
+            tally.fallbacks += int(fallback)
+        return conflicted
 
     # -- undo ----------------------------------------------------------------------------
 
-    def undo(self, merge_id: str) -> merges.MergeRecord:
+    def undo(self, merge_id: str) -> MergeRecord:
         """Restore the lessons of a merge exactly; the index follows."""
-        record, restored, deleted = merges.undo_merge(self.memory.db, merge_id)
-        index = self.memory.index
-        if deleted is not None:
-            index.delete([deleted])
-        for row in restored:
-            meta = lesson_metadata(row.scope, row.error_type, row.status, row.embedding_model)
-            if row.id == record.canonical_id:
-                (vec,) = self.memory.embedder.embed([index_text(row.symptom, row.root_cause)])
-                index.upsert([row.id], [vec], [index_text(row.symptom, row.root_cause)], [meta])
-            else:
-                index.update_metadata([row.id], [meta])
-        return record
+        return self.memory.undo_merge(merge_id)
 
 
 def consolidate(
@@ -392,6 +311,6 @@ def consolidate(
     return Consolidator(memory, llm=llm, config=config).run()
 
 
-def undo(memory: Memory, merge_id: str) -> merges.MergeRecord:
+def undo(memory: Memory, merge_id: str) -> MergeRecord:
     """Undo one merge exactly (`MergeConflictError` if a later merge built on it)."""
     return Consolidator(memory, llm=None).undo(merge_id)

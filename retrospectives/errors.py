@@ -2,7 +2,9 @@
 
 ```
 RetrospectiveError (a LessonloopError)   base: catch this to catch everything from here
-└── ConsolidationBusyError               another consolidator holds the lease: retry later
+├── ConsolidationBusyError               another consolidator holds the lease: retry later
+└── UnfinishedRunError                   learn() got a run whose outcome is not stored: the
+                                         caller must finish it first (our caller's bug)
 ```
 
 A model that answers badly is never an error here: the retrospective falls back to the
@@ -22,3 +24,7 @@ class RetrospectiveError(LessonloopError):
 
 class ConsolidationBusyError(RetrospectiveError):
     """Another consolidation pass holds the lease on this store."""
+
+
+class UnfinishedRunError(RetrospectiveError):
+    """`learn` was given a run whose outcome the memory has not stored yet."""

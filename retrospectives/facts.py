@@ -179,7 +179,12 @@ def stated_cause(reply: str) -> str | None:
 
 
 def symptom_of(feedback: Feedback, *, limit: int = 300) -> str:
-    """What was observed, in the words of the check: kind, error type, place, message."""
+    """What was observed, in the words of the check: kind, error type, place, message, and
+    where the failing value sits in the input (else the failing line of code).
+
+    The input's side travels to other tasks (a BOM in a header, "$4,332.59" in a column);
+    the failing line names this task's own variables. The symptom is what the indexes see.
+    """
     text = feedback.kind.replace("_", " ")
     if feedback.error_type:
         text += f" {feedback.error_type}"
@@ -190,7 +195,9 @@ def symptom_of(feedback: Feedback, *, limit: int = 300) -> str:
         detail = feedback.summary.strip().splitlines()[0]
     if detail:
         text += f": {detail}"
-    if feedback.failing_example:
+    if feedback.input_evidence:
+        text += f" (in the input: {feedback.input_evidence})"
+    elif feedback.failing_example:
         text += f" (failing example: {feedback.failing_example})"
     # Redact before clipping: a secret cut in half no longer matches the redaction patterns.
     return _clip(redact(" ".join(text.split())), limit)

@@ -1,13 +1,15 @@
-"""After a run: settle lesson use, write the lessons, update lift, maybe trigger consolidation.
+"""After a finished run: write the lessons, update lift, maybe trigger consolidation.
 
-This is what `lessonloop run` calls once `ReflectiveAgent.run` returned:
+This is what `lessonloop run` calls once `ReflectiveAgent.run` returned and the run's outcome
+is stored (`agent.session.finish_run`, the owner of the run lifecycle):
 
     report = learn(result, memory=memory, retrospective=Retrospective(llm))
 
-Order matters: the run's outcome is stored first (so recalled lessons get helped/misled),
-then drafts are added (redacted, deduplicated, recall-loop guarded by the memory), then the
-lessons the run recalled are re-scored (a candidate that just helped becomes validated),
-and last, if enough lessons wait for one, a consolidation pass runs (`AutoConsolidation`).
+Order matters: the outcome must be stored first (so recalled lessons got helped/misled;
+`learn` refuses an unfinished run), then drafts are added (redacted, deduplicated,
+recall-loop guarded by the memory), then the lessons the run recalled are re-scored (a
+candidate that just helped becomes validated), and last, if enough lessons wait for one, a
+consolidation pass runs (`AutoConsolidation`).
 """
 
 from __future__ import annotations
@@ -18,18 +20,13 @@ from pydantic import BaseModel, ConfigDict
 
 from agent.llm.base import LLM
 from agent.result import RunResult
+from memory.errors import LessonNotFoundError
 from memory.store import Memory
 from memory.types import AddResult
-from retrospectives.consolidate import (
-    ConsolidationConfig,
-    ConsolidationReport,
-    Consolidator,
-    ensure_tables,
-)
-from retrospectives.errors import ConsolidationBusyError
+from retrospectives.consolidate import ConsolidationConfig, ConsolidationReport, Consolidator
+from retrospectives.errors import ConsolidationBusyError, UnfinishedRunError
 from retrospectives.extract import RetroOutcome, Retrospective
 from retrospectives.lift import LiftPolicy, LiftReport, apply_lift
-from retrospectives.vectors import unprocessed_count
 
 
 class LearnReport(BaseModel):
@@ -54,7 +51,7 @@ class AutoConsolidation:
     """The store-side trigger: a pass once `every` lessons wait for one.
 
     "Waiting" is read from SQL (active lessons no pass has processed yet, see
-    `retrospectives.vectors.unprocessed_count`), not counted in this process, so lessons
+    `Memory.unprocessed_count`), not counted in this process, so lessons
     written by separate `lessonloop run` processes add up, and a pass from any source
     (`lessonloop consolidate`, the worker, this trigger) resets the count.
     """
@@ -70,8 +67,7 @@ class AutoConsolidation:
 
 def maybe_consolidate(memory: Memory, auto: AutoConsolidation) -> ConsolidationReport | None:
     """Run one pass if at least `auto.every` lessons wait; None if not due or another pass runs."""
-    ensure_tables(memory)
-    if unprocessed_count(memory) < auto.every:
+    if memory.unprocessed_count() < auto.every:
         return None
     try:
         return Consolidator(memory, llm=auto.llm, config=auto.config).run()
@@ -87,18 +83,16 @@ def learn(
     policy: LiftPolicy | None = None,
     consolidation: AutoConsolidation | None = None,
 ) -> LearnReport:
-    """Record the run's outcome, add its lessons, update the lift of what it recalled.
+    """Add a finished run's lessons, update the lift of what it recalled.
 
-    With `consolidation`, a pass follows when enough lessons wait for one.
+    With `consolidation`, a pass follows when enough lessons wait for one. Raises
+    `UnfinishedRunError` if the run's outcome is not stored yet.
     """
-    memory.record_run(result.run_id, task_id=result.task_id, goal=result.goal, scope=result.scope)
-    memory.finish_run(
-        result.run_id,
-        result.passed,
-        rounds=len(result.rounds),
-        prompt_tokens=result.usage.prompt_tokens,
-        completion_tokens=result.usage.completion_tokens,
-    )
+    if not _finished(memory, result.run_id):
+        raise UnfinishedRunError(
+            f"run {result.run_id} has no stored outcome: finish it first "
+            "(agent.session.finish_run), so the lessons it recalled are scored"
+        )
     outcome = retrospective.analyse(result)
     added = memory.add_many(list(outcome.drafts), run_id=result.run_id)
     recalled = list(result.recalled_lesson_ids)
@@ -111,6 +105,13 @@ def learn(
         lift=lift,
         consolidation=merged,
     )
+
+
+def _finished(memory: Memory, run_id: str) -> bool:
+    try:
+        return memory.get_run(run_id).passed is not None
+    except LessonNotFoundError:
+        return False
 
 
 def _empty_lift() -> LiftReport:

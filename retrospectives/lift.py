@@ -1,14 +1,15 @@
 """Lift policy: validate lessons that helped, flag ones that mislead, decay stale ones.
 
-The statistics come from `memory.lift.lesson_lift` (SQL truth: uses and run outcomes); this
-module only decides, in a pure function (`decide`), and then applies the decisions through
-the memory's public API, so a status change also reaches the vector index.
+Lift has two halves with one owner each: the memory owns the facts (`Memory.lesson_lift`,
+computed from SQL uses and run outcomes, and the review flags, `Memory.flag_for_review`);
+this module owns the policy: it decides, in a pure function (`decide`), and applies the
+decisions through the memory's public API, so a status change also reaches the vector index.
 
 - validate: a candidate given to at least `validate_min_passed` finished runs that passed
   (its fix was re-executed and passed); never while it is flagged.
 - flag for review: at least `flag_min_failed` failing runs and a Wilson upper bound of its
-  pass rate below `flag_max_high`, i.e. confidently recalled into failures. Flags are
-  rows in `lesson_reviews`; recall ranks these lessons down through `misled`.
+  pass rate below `flag_max_high`, i.e. confidently recalled into failures. Recall ranks
+  flagged lessons down.
 - decay: not used (nor refreshed by a duplicate sighting) for `stale_days`: a validated
   lesson drops to candidate, a candidate to deprecated. Merged/deprecated are left alone.
 """
@@ -16,13 +17,11 @@ the memory's public API, so a status change also reaches the vector index.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory import lift as stats
-from memory.lift import LessonLift
-from memory.schema import utcnow
+from memory import LessonLift
 from memory.store import Memory
 from memory.types import LessonStatus
 
@@ -99,13 +98,12 @@ def apply_lift(
 ) -> LiftReport:
     """Compute lift for `lesson_ids` (default: all active lessons) and apply the policy."""
     policy = policy or LiftPolicy()
-    stats.ensure_tables(memory.db)
-    lifts = stats.lesson_lift(memory.db, lesson_ids)
-    flagged = stats.flagged_ids(memory.db, [s.lesson_id for s in lifts])
-    decisions = decide(lifts, policy, now=now or utcnow(), flagged=flagged)
+    lifts = memory.lesson_lift(lesson_ids)
+    flagged = memory.flagged_ids([s.lesson_id for s in lifts])
+    decisions = decide(lifts, policy, now=now or datetime.now(UTC), flagged=flagged)
     for lesson_id in decisions.validate_ids:
         memory.set_status(lesson_id, "validated")
-    flagged_now = [i for i, reason in decisions.flag if stats.flag(memory.db, i, reason)]
+    flagged_now = [i for i, reason in decisions.flag if memory.flag_for_review(i, reason)]
     for lesson_id, status in decisions.demote:
         memory.set_status(lesson_id, status)
     return LiftReport(

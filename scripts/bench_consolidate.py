@@ -23,18 +23,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from memory.dedup import dedup_text, index_text, pack
 from memory.embeddings import Embedder, HashEmbedder, MiniLMEmbedder
-from memory.index import lesson_metadata
-from memory.schema import INDEX_DONE, LessonRow, utcnow
+from memory.export import header_line, import_lessons
 from memory.store import Memory
 from retrospectives.consolidate import ConsolidationConfig, Consolidator
-from retrospectives.vectors import embed_pending
 
 WORDS = [
     "amount",
@@ -126,37 +124,34 @@ def make_lessons(n: int, rng: random.Random, start: int = 0) -> list[tuple[int, 
 
 
 def write_lessons(memory: Memory, lessons: list[tuple[int, str, str, str]]) -> None:
-    """Bulk insert (setup only): SQL rows and index entries, no dedup."""
-    embedder = memory.embedder
-    for start in range(0, len(lessons), 2000):
-        chunk = lessons[start : start + 2000]
-        dedup = embedder.embed([dedup_text(r, f"fix for group {g}") for g, _, _, r in chunk])
-        index = embedder.embed([index_text(f"{t} in solution.py", r) for _, _, t, r in chunk])
-        now = utcnow()
-        rows = [
-            LessonRow(
-                id=f"les_{start + k:08d}{random.getrandbits(24):06x}",
-                scope=s,
-                error_type=t,
-                symptom=f"{t} in solution.py",
-                root_cause=r,
-                fix=f"fix for group {g}",
-                created_at=now,
-                updated_at=now,
-                embedding_model=embedder.model_id,
-                dedup_vector=pack(d),
-                index_state=INDEX_DONE,
-            )
-            for k, ((g, s, t, r), d) in enumerate(zip(chunk, dedup, strict=True))
-        ]
-        with memory.db.write() as session:
-            session.add_all(rows)
-        memory.index.upsert(
-            [r.id for r in rows],
-            index,
-            [index_text(r.symptom, r.root_cause) for r in rows],
-            [lesson_metadata(r.scope, r.error_type, r.status, r.embedding_model) for r in rows],
-        )
+    """Bulk load (setup only): a restore through `memory.export.import_lessons`, no dedup."""
+    now = datetime.now(UTC).isoformat()
+    lines = [header_line()]
+    for k, (g, s, t, r) in enumerate(lessons):
+        record = {
+            "id": f"les_{k:08d}{random.getrandbits(24):06x}",
+            "scope": s,
+            "error_type": t,
+            "symptom": f"{t} in solution.py",
+            "root_cause": r,
+            "fix": f"fix for group {g}",
+            "applies_when": "",
+            "evidence": [],
+            "status": "candidate",
+            "seen": 1,
+            "recalled": 0,
+            "helped": 0,
+            "misled": 0,
+            "merged_into": None,
+            "merged_from": [],
+            "created_at": now,
+            "updated_at": now,
+            "embedding_model": "",
+        }
+        lines.append(json.dumps(record))
+    report = import_lessons(memory, lines)
+    if not report.ok:
+        raise SystemExit(f"bench setup failed: {report.errors[:3]}")
 
 
 def bench_size(
@@ -170,7 +165,7 @@ def bench_size(
         say(f"  setup {setup:.1f}s")
         consolidator = Consolidator(memory, llm=None, config=ConsolidationConfig(threshold=0.6))
         t = time.perf_counter()
-        embedded = embed_pending(memory)
+        embedded = memory.embed_root_causes()
         embed = time.perf_counter() - t
         say(f"  embed {embed:.1f}s")
         full = consolidator.run()
@@ -179,7 +174,7 @@ def bench_size(
         extra = make_lessons(max(1, n // 100), rng, start=n)
         write_lessons(memory, extra)
         t = time.perf_counter()
-        embed_pending(memory)
+        memory.embed_root_causes()
         embed_incr = time.perf_counter() - t
         incr = consolidator.run()
         noop = consolidator.run()

@@ -58,6 +58,7 @@ from agent.llm.base import LLM
 from agent.loop import LoopConfig, ReflectiveAgent
 from agent.result import RunResult
 from agent.sandbox import Limits, Sandbox
+from agent.session import finish_run, start_run
 from agent.task import Task, load_task
 from memory import Embedder, HashEmbedder, LessonFilter, Memory, MiniLMEmbedder, NullRecall
 from memory.types import LessonQuery, Recall, RecallStage, ScoredLesson
@@ -231,16 +232,9 @@ class LearningBench:
 
     def _learn(self, llm: LLM, memory: Memory, task: Task, key: dict[str, Any]) -> RunRecord:
         run_id = f"learning-{key['seed']}-{key['order']}-{key['position']}"
-        memory.record_run(run_id, task_id=task.id, goal=task.goal, scope=task.scope)
+        start_run(memory, task, run_id)
         result = self._run(llm, task, memory, run_id)
-        usage = result.usage
-        memory.finish_run(
-            run_id,
-            result.passed,
-            rounds=len(result.rounds),
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-        )
+        finish_run(memory, result)
         t0 = time.monotonic()
         outcome = Retrospective(llm).analyse(result)
         added = memory.add_many(outcome.drafts, run_id=run_id)

@@ -3,7 +3,8 @@
 #   - bubblewrap: the sandbox that runs generated code (no network, no host files);
 #   - PostgreSQL server binaries: used by the store contract tests (a test starts its own
 #     throw-away server; nothing runs as a service);
-#   - chromium: the report test renders `lessonloop report`'s page headless;
+#   - chromium: the report test renders `lessonloop report`'s page headless; chromium-driver:
+#     the console's browser test drives it through Selenium (no browser download);
 #   - the package itself with its dev extras (torch pinned to the CPU build in pyproject),
 #     llama-cpp-python compiled for any x86-64 CPU with AVX2 (below).
 set -euo pipefail
@@ -13,6 +14,7 @@ missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo=sudo

@@ -20,7 +20,7 @@ from typer.testing import CliRunner, Result
 
 from agent.cli_lessons import StatusChoice, lessons_app
 from agent.cli_memory import memory_app
-from memory import Memory, MiniLMEmbedder
+from memory import Memory, MiniLMEmbedder, faults
 from memory.export import header_line
 from memory.types import LessonStatus
 
@@ -298,7 +298,7 @@ def test_edit_reembeds(store: Path) -> None:
 
 def test_memory_check_repair_and_reindex(store: Path) -> None:
     with Memory.open(str(store), embedder=MiniLMEmbedder()) as memory:
-        memory.index.delete([BOM])  # drift: SQL says indexed, the index lost it
+        faults.lose_index_entries(memory, [BOM])  # drift: SQL says indexed, the index lost it
     drift = cli(store, "memory", "check", code=1)
     assert "missing_in_index" in drift.stdout and BOM in drift.stdout
     repaired = as_json(store, "memory", "check", "--repair", code=0)

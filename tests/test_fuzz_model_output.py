@@ -1,8 +1,12 @@
 """Whatever the model answers, the loop and the retrospective return a result, never raise.
 
-Hypothesis draws model answers from fragments a small model really produces (fences,
-"### file" headers, half JSON, prose, control characters, huge lines) and plain noise; a
-scripted model plays them through the real loop (real sandbox) and the retrospective.
+Per role (generator, refiner, critic, retrospective), hypothesis draws answers of the
+issue's categories (scripts/fuzz_roles.py) and a scripted model plays them through the real
+loop (real sandbox) or the retrospective: no exception, no pass the answer does not earn,
+every failure a typed feedback, no file outside the workspace. The default run draws a few
+dozen cases per role; `python scripts/bench_fuzz.py` draws 500 per role
+(LESSONLOOP_FUZZ_EXAMPLES). A last test mixes fragments a small model really produces
+(fences, "### file" headers, half JSON, prose, control characters, huge lines) and noise.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import get_args
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.feedback import FeedbackKind
@@ -20,6 +25,7 @@ from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import Limits, Sandbox
 from memory.types import NullRecall
 from retrospectives.extract import Retrospective
+from scripts.fuzz_roles import ROLES, Case, examples_per_role, fenced, run_generator
 from tests.helpers import make_task
 
 FRAGMENTS = [
@@ -36,6 +42,24 @@ answers = st.one_of(
 )
 
 SANDBOX = Sandbox(Limits(cpu_s=10))
+PER_ROLE = examples_per_role(15)
+
+
+@pytest.mark.parametrize("role", sorted(ROLES))
+def test_each_role_turns_malformed_output_into_feedback(role: str) -> None:
+    strategy, play = ROLES[role]
+
+    @settings(
+        max_examples=PER_ROLE,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(case=strategy)
+    def check(case: Case) -> None:
+        outcome = play(case, SANDBOX)
+        assert outcome.ok, (outcome, case.reply[:300])
+
+    check()
 
 
 @settings(max_examples=60, deadline=None)
@@ -57,3 +81,9 @@ def test_any_model_output_becomes_feedback_not_an_exception(replies: list[str]) 
         outcome = Retrospective(ScriptedLLM(replies, repeat=True)).analyse(result)
         for draft in outcome.drafts:
             assert draft.symptom and draft.fix
+
+
+def test_a_lone_surrogate_in_code_is_feedback_not_an_encode_error() -> None:
+    # Found by the 500-case run: a JSON "\ud800" escape in an answer crashed the loop.
+    outcome = run_generator(Case(category="unicode junk", reply=fenced("x = 1\ud800\n")), SANDBOX)
+    assert outcome.ok and not outcome.passed

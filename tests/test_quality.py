@@ -7,7 +7,6 @@ from collections.abc import Iterator
 import pytest
 
 from memory import HashEmbedder, LessonDraft, Memory
-from memory import lift as lift_stats
 from memory.quality import quality_report, top_lessons
 
 MONEY = (
@@ -62,8 +61,7 @@ def test_figures_counted_by_hand(memory: Memory) -> None:
     e = memory.add(draft("s", "TypeError", MONEY), run_id="r3").lesson
     assert e is not None
     memory.finish_run("r3", True, rounds=2)
-    lift_stats.ensure_tables(memory.db)
-    lift_stats.flag(memory.db, c.id, "recalled into failing runs")
+    memory.flag_for_review(c.id, "recalled into failing runs")
 
     q = quality_report(memory)
     assert (q.lessons, q.active, q.runs, q.finished_runs) == (5, 5, 3, 3)

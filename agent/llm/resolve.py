@@ -15,10 +15,37 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Protocol
+
+from pydantic import SecretStr
 
 from agent.errors import ConfigurationError
 from agent.llm.base import LLM
-from agent.settings import Settings
+
+
+class BackendOptions(Protocol):
+    """What building a backend reads. The application's `Settings` has these fields; the LLM
+    layer does not import it (the app depends on the LLM layer, not the other way round)."""
+
+    @property
+    def gguf_path(self) -> Path | None: ...
+    @property
+    def cache_dir(self) -> Path: ...
+    @property
+    def n_ctx(self) -> int: ...
+    @property
+    def n_threads(self) -> int | None: ...
+    @property
+    def local_timeout_s(self) -> float: ...
+    @property
+    def openai_base_url(self) -> str | None: ...
+    @property
+    def openai_api_key(self) -> SecretStr | None: ...
+    @property
+    def openai_timeout_s(self) -> float: ...
+    @property
+    def openai_max_retries(self) -> int: ...
+
 
 VALID_SPECS = (
     "local",
@@ -33,7 +60,7 @@ VALID_SPECS = (
 _PLACEHOLDER_KEY = "not-needed"
 
 
-def resolve_llm(spec: str, settings: Settings) -> LLM:
+def resolve_llm(spec: str, settings: BackendOptions) -> LLM:
     """Build the backend named by `spec` (e.g. "openai:gpt-4o-mini") from `settings`.
 
     Raises ConfigurationError for an unknown prefix or missing settings, and
@@ -49,7 +76,7 @@ def resolve_llm(spec: str, settings: Settings) -> LLM:
     raise ConfigurationError(f"unknown model {spec!r}; valid forms: {', '.join(VALID_SPECS)}")
 
 
-def _local(rest: str, settings: Settings) -> LLM:
+def _local(rest: str, settings: BackendOptions) -> LLM:
     from agent.llm.local import LocalLLM
     from agent.llm.model_file import (
         BUNDLED_MODELS,
@@ -79,7 +106,7 @@ def _local(rest: str, settings: Settings) -> LLM:
     )
 
 
-def _openai(model: str, settings: Settings) -> LLM:
+def _openai(model: str, settings: BackendOptions) -> LLM:
     if not model:
         raise ConfigurationError("openai: needs a model name, e.g. openai:gpt-4o-mini")
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None

@@ -20,10 +20,9 @@ from memory import (
     Memory,
     MemoryConfigError,
     MemoryUsageError,
-    lift,
+    faults,
     render_lessons,
 )
-from memory.schema import INDEX_PENDING, LessonRow
 
 
 def draft(n: int = 0, *, scope: str = "default", error_type: str = "runtime_error") -> LessonDraft:
@@ -61,7 +60,7 @@ def test_add_get_roundtrip_and_reopen(spec: StoreSpec) -> None:
 
 def test_chromadb_is_never_allowed_to_embed(store: Memory) -> None:
     # Without our refusing stub chromadb 1.x would download its default ONNX model here.
-    collection = store.index._scope("default", create=True)
+    collection = faults.raw_collection(store)
     assert collection is not None
     with pytest.raises(MemoryConfigError, match="passes its own embeddings"):
         collection.add(ids=["x"], documents=["text without a vector"])
@@ -178,11 +177,11 @@ def test_flagged_lesson_ranks_below_an_equally_similar_one(store: Memory) -> Non
     assert {s.lesson.id for s in both} == {first.id, second.id}
     assert both[0].similarity == pytest.approx(both[1].similarity)
     for flagged, other in ((both[0].lesson, both[1].lesson), (both[1].lesson, both[0].lesson)):
-        assert lift.flag(store.db, flagged.id, "recalled in failing runs")
+        assert store.flag_for_review(flagged.id, "recalled in failing runs")
         ranked = store.recall(query(1, limit=2))
         assert [s.lesson.id for s in ranked] == [other.id, flagged.id]
         assert [s.lesson.id for s in store.recall(query(1, limit=1))] == [other.id]
-        assert lift.clear_flag(store.db, flagged.id)
+        assert store.clear_review_flag(flagged.id)
 
 
 def test_token_budget_and_limit(store: Memory) -> None:
@@ -292,24 +291,10 @@ def test_check_finds_and_repairs_drift(store: Memory) -> None:
     b = store.add(draft(2)).lesson
     c = store.add(draft(3)).lesson
     assert a is not None and b is not None and c is not None
-    store.index.delete([a.id])  # missing from the index
-    store.index.update_metadata(  # status drift
-        [b.id],
-        [
-            {
-                "scope": "default",
-                "error_type": "runtime_error",
-                "status": "deprecated",
-                "embedding_model": b.embedding_model,
-            }
-        ],
-    )
-    store.index.upsert(["les_orphan"], [[1.0] + [0.0] * 255], ["x"], [{"scope": "default"}])
-    with store.db.write() as session:  # a crash after the SQL commit leaves this state
-        row = session.get(LessonRow, c.id)
-        assert row is not None
-        row.index_state = INDEX_PENDING
-        session.add(row)
+    faults.lose_index_entries(store, [a.id])  # missing from the index
+    faults.drift_index_status(store, b.id, "deprecated")  # status drift
+    faults.add_index_orphan(store, "les_orphan")
+    faults.leave_pending(store, [c.id])  # a crash after the SQL commit leaves this state
     report = store.check()
     assert report.missing_in_index == (a.id,)
     assert report.metadata_drift == (b.id,)
@@ -326,10 +311,10 @@ def test_check_finds_and_repairs_drift(store: Memory) -> None:
 def test_reindex_rebuilds_from_sql(store: Memory) -> None:
     for n in range(3):
         store.add(draft(n))
-    store.index.reset()
+    faults.wipe_index(store)
     assert store.recall(query(1)) == []
     assert store.reindex() == 3
-    assert store.index.count() == 3 and store.check().clean
+    assert faults.index_count(store) == 3 and store.check().clean
     assert len(store.recall(query(1))) == 1
 
 
@@ -342,7 +327,7 @@ def test_mixing_embedding_models_is_refused(spec: StoreSpec) -> None:
     memory = spec.open(HashEmbedder(dim=256))
     try:
         with pytest.raises(EmbeddingMismatchError):
-            memory.index.upsert(["x"], [[0.1] * 128], ["doc"], [{"scope": "s"}])
+            faults.write_raw_vector(memory, "x", [0.1] * 128)
     finally:
         memory.close()
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from memory_servers import SERVER_MARKS, StoreSpec, make_spec
 
-from memory import HashEmbedder, LessonDraft, LessonFilter, LessonQuery, Memory
+from memory import HashEmbedder, LessonDraft, LessonFilter, LessonQuery, Memory, faults
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -113,7 +113,7 @@ def test_concurrent_writers_lose_and_duplicate_nothing(
         assert len(set(root_causes)) == expected  # no duplicates
         shared = [lesson for lesson in page.items if lesson.root_cause.startswith("cause90")]
         assert sorted(lesson.seen for lesson in shared) == [WORKERS] * SHARED
-        assert memory.index.count() == expected
+        assert faults.index_count(memory) == expected
         assert memory.check().clean
     finally:
         memory.close()

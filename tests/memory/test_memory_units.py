@@ -135,3 +135,22 @@ def test_recall_looks_past_deprecated_lessons_crowding_the_pool() -> None:
         assert [s.lesson.id for s in memory.recall(q)] == [ids[2]]
     finally:
         memory.close()
+
+
+def test_the_lesson_declarations_do_not_drift_apart() -> None:
+    # The text fields are declared once (LessonText) for drafts and merge plans; a stored
+    # lesson, its export line and its SQL row declare them again in their own order.
+    from memory.export import LessonRecord
+    from memory.merges import MergePlan
+    from memory.schema import LessonRow
+    from memory.types import LessonDraft, LessonText
+
+    text = set(LessonText.model_fields)
+    assert text == {"symptom", "root_cause", "fix", "applies_when"}
+    for model in (LessonDraft, MergePlan):
+        assert issubclass(model, LessonText)
+    stored = set(Lesson.model_fields)
+    assert text < stored
+    assert set(LessonRecord.model_fields) == stored  # the export holds every lesson field
+    assert stored < set(LessonRow.model_fields)  # the row adds vectors and index state
+    assert set(LessonRow.model_fields) - stored == {"dedup_vector", "index_state"}

@@ -15,11 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from memory.embeddings import HashEmbedder
-from memory.merges import list_merges
 from memory.store import Memory
 from memory.types import LessonDraft
-from retrospectives.consolidate import ensure_tables
-from retrospectives.vectors import unprocessed_count
 from tests.helpers import CRASH, GEN, GOOD, REFINE, code, fix
 from tests.retro.builders import MERGE_SYS
 from tests.retro.test_consolidate import CURRENCY
@@ -80,8 +77,7 @@ def run(tmp: Path, task: Path, store: Path, replies: object, **env: str) -> dict
 def waiting(store: Path) -> tuple[int, int]:
     """(lessons no pass has processed, merge records) as the store holds them."""
     with Memory.open(str(store), embedder=HashEmbedder()) as memory:
-        ensure_tables(memory)
-        return unprocessed_count(memory), len(list_merges(memory.db))
+        return memory.unprocessed_count(), len(memory.list_merges())
 
 
 def test_run_starts_a_pass_once_n_lessons_wait_across_processes(tmp_path: Path) -> None:
@@ -128,7 +124,7 @@ def test_run_starts_a_pass_once_n_lessons_wait_across_processes(tmp_path: Path) 
     assert len(third["consolidation"]["merges"]) == 1
     assert waiting(store) == (0, 1)
     with Memory.open(str(store), embedder=HashEmbedder()) as memory:
-        (merge,) = list_merges(memory.db)
+        (merge,) = memory.list_merges()
         assert merge.id == third["consolidation"]["merges"][0]
         assert merge.written_by == "model"  # the run's model wrote the canonical
         members = [memory.get(i) for i in merge.member_ids]

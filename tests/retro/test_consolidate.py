@@ -10,8 +10,7 @@ import pytest
 
 from agent.llm.scripted import ScriptedLLM
 from memory.embeddings import HashEmbedder
-from memory.lease import acquire
-from memory.merges import MergeConflictError, MergeNotFoundError, list_merges
+from memory.merges import MergeConflictError, MergeNotFoundError
 from memory.store import Memory
 from memory.types import Lesson, LessonDraft, LessonFilter
 from retrospectives.consolidate import (
@@ -164,16 +163,16 @@ def test_incremental_pass_folds_newcomers_into_the_canonical(memory: Memory) -> 
 def test_a_held_lease_blocks_a_second_consolidator(memory: Memory) -> None:
     seed(memory, *CURRENCY)
     consolidator = Consolidator(memory, llm=None, config=CFG)
-    assert acquire(memory.db, LEASE_NAME, "someone-else", ttl_s=60) is not None
+    assert memory.acquire_lease(LEASE_NAME, "someone-else", ttl_s=60) is not None
     with pytest.raises(ConsolidationBusyError, match="someone-else"):
         consolidator.run()
-    assert list_merges(memory.db) == []
+    assert memory.list_merges() == []
 
 
 def test_an_expired_lease_is_taken_over(memory: Memory) -> None:
     seed(memory, *CURRENCY)
     consolidator = Consolidator(memory, llm=None, config=CFG)
-    assert acquire(memory.db, LEASE_NAME, "crashed-worker", ttl_s=0.001) is not None
+    assert memory.acquire_lease(LEASE_NAME, "crashed-worker", ttl_s=0.001) is not None
     assert len(consolidator.run().merges) == 1
 
 
@@ -219,6 +218,6 @@ def test_concurrent_passes_on_a_file_store_do_not_double_merge(tmp_path: Path) -
         m.close()
     with Memory.open(str(path), embedder=HashEmbedder()) as m:
         merged = [les for les in lessons(m).values() if les.status == "merged"]
-        assert len(list_merges(m.db)) == 1 and len(merged) == 3
+        assert len(m.list_merges()) == 1 and len(merged) == 3
         assert len({les.merged_into for les in merged}) == 1
     assert len(reports) + len(errors) == 2

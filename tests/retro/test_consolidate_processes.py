@@ -1,6 +1,6 @@
 """Two consolidators in two OS processes on one SQLite + chromadb file store, at once.
 
-The lease (memory.lease) lets exactly one of them run the pass and refuses the other, so
+The lease (`Memory.acquire_lease`) lets exactly one of them run the pass and refuses the other, so
 the store ends exactly as after one pass: the same merges (compared with one pass on a
 copy of the store), no lesson in two merges, SQL and the index in agreement.
 """
@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from memory.embeddings import HashEmbedder
-from memory.merges import MergeRecord, list_merges
+from memory.merges import MergeRecord
 from memory.store import Memory
 from memory.types import LessonFilter
 from retrospectives.consolidate import Consolidator
-from retrospectives.vectors import unprocessed_count
 from tests.retro import race_worker
 from tests.retro.labelled import labelled_set
 
@@ -82,7 +81,7 @@ def test_two_processes_at_once_merge_exactly_once(tmp_path: Path) -> None:
     assert expected  # the labelled set has duplicates to merge
 
     with Memory.open(str(store), embedder=HashEmbedder()) as memory:
-        records = [r for r in list_merges(memory.db, limit=10_000) if r.undone_at is None]
+        records = [r for r in memory.list_merges(limit=10_000) if r.undone_at is None]
         assert sorted(r.id for r in records) == sorted(ran["merges"])
         # No lesson merged twice, and every record agrees with the lessons it names.
         members = [m for r in records for m in r.member_ids]
@@ -98,5 +97,5 @@ def test_two_processes_at_once_merge_exactly_once(tmp_path: Path) -> None:
         assert outcome(memory, records) == expected
         lessons = memory.list_lessons(LessonFilter(limit=1000)).items
         assert len(lessons) == created + len(records)
-        assert unprocessed_count(memory) == 0
+        assert memory.unprocessed_count() == 0
         assert memory.check().clean

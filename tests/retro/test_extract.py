@@ -21,7 +21,7 @@ from retrospectives.extract import (
     Retrospective,
     extract,
 )
-from retrospectives.facts import candidate_diff
+from retrospectives.facts import candidate_diff, symptom_of
 from retrospectives.summary import PROCESS_ERROR_TYPE
 from tests.retro.builders import (
     CRASH,
@@ -266,3 +266,15 @@ def test_process_lesson_only_when_the_costliest_failure_was_verified() -> None:
     assert process.error_type == PROCESS_ERROR_TYPE
     assert process.fix.startswith("when amounts come from a CSV export:")  # not "when When"
     assert "verified change:" in process.fix
+
+
+def test_the_symptom_says_where_the_value_sits_in_the_input_rather_than_the_code_line() -> None:
+    # What travels to another task is the data's surface, not this program's variables.
+    crashed = VALUE_ERROR.model_copy(update={"failing_example": "total += float(row['amount'])"})
+    seen = crashed.model_copy(
+        update={"input_evidence": "values of column 'amount' in a.csv: '$5', '$1,200.50'"}
+    )
+    assert "in the input: values of column 'amount'" in symptom_of(seen)
+    assert "'$1,200.50'" in symptom_of(seen)
+    assert "total += float" not in symptom_of(seen)
+    assert "total += float" in symptom_of(crashed)

@@ -14,13 +14,13 @@ from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import Limits, Sandbox
+from agent.session import finish_run
 from memory.embeddings import HashEmbedder
-from memory.lift import lesson_lift
 from memory.render import HEADER
 from memory.store import Memory
+from retrospectives.errors import UnfinishedRunError
 from retrospectives.extract import Retrospective
 from retrospectives.learn import AutoConsolidation, learn, maybe_consolidate
-from retrospectives.vectors import unprocessed_count
 from tests.helpers import CRASH, GEN, GOOD, REFINE, code, fix, make_task
 from tests.retro.builders import LESSON_SYS, analysis
 from tests.retro.test_consolidate import CURRENCY, draft
@@ -57,6 +57,9 @@ def test_a_learned_lesson_is_recalled_and_its_lift_moves(tmp_path: Path) -> None
         first_agent, _ = agent(memory, tmp_path)
         first = first_agent.run(make_task(tmp_path / "a"))
         assert first.passed and len(first.rounds) == 2 and first.recalled_lesson_ids == ()
+        with pytest.raises(UnfinishedRunError, match="finish it first"):
+            learn(first, memory=memory, retrospective=retro)
+        finish_run(memory, first)
         learned = learn(first, memory=memory, retrospective=retro)
         (lesson_id,) = learned.created_ids
         lesson = memory.get(lesson_id)
@@ -67,12 +70,13 @@ def test_a_learned_lesson_is_recalled_and_its_lift_moves(tmp_path: Path) -> None
         second = second_agent.run(make_task(tmp_path / "b"))
         assert second.passed and len(second.rounds) < len(first.rounds)
         assert lesson_id in second.recalled_lesson_ids
+        finish_run(memory, second)
         report = learn(second, memory=memory, retrospective=retro)
         assert report.added == ()  # passed in round one: nothing new to learn
         assert report.lift.validated == (lesson_id,)
         after = memory.get(lesson_id)
         assert after.helped == 1 and after.recalled == 1 and after.status == "validated"
-        (lift,) = lesson_lift(memory.db, [lesson_id])
+        (lift,) = memory.lesson_lift([lesson_id])
         assert (lift.n, lift.passed) == (1, 1) and lift.baseline_n == 1
         assert lift.rounds_with == 1 and lift.rounds_without == 2
 
@@ -87,11 +91,12 @@ def test_learn_runs_a_pass_once_enough_lessons_wait(tmp_path: Path) -> None:
         retro = Retrospective(ScriptedLLM.by_system({LESSON_SYS: [LESSON]}))
         first_agent, _ = agent(memory, tmp_path)
         result = first_agent.run(make_task(tmp_path / "a"))
+        finish_run(memory, result)
         report = learn(result, memory=memory, retrospective=retro, consolidation=auto)
         assert len(report.created_ids) == 1  # the 4th waiting lesson
         assert report.consolidation is not None and report.consolidation.new_lessons == 4
         assert len(report.consolidation.merges) == 1  # the three currency lessons
-        assert unprocessed_count(memory) == 0
+        assert memory.unprocessed_count() == 0
         # Nothing waits any more: the next call does not start another pass.
         assert maybe_consolidate(memory, auto) is None
         with pytest.raises(ValueError):

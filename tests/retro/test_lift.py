@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory.embeddings import HashEmbedder
-from memory.lift import LessonLift, flagged_ids, flags, lesson_lift, wilson
+from memory.lift import LessonLift, wilson
 from memory.store import Memory
 from memory.types import LessonDraft
 from retrospectives.lift import LiftPolicy, apply_lift, decide
@@ -107,9 +107,9 @@ def test_apply_lift_on_a_store() -> None:
         memory.finish_run("ok", True, rounds=1)
         report = apply_lift(memory)
         assert report.validated == (good,) and report.flagged == (bad,)
-        assert flagged_ids(memory.db, [good, bad]) == {bad} and len(flags(memory.db)) == 1
+        assert memory.flagged_ids([good, bad]) == {bad} and len(memory.review_flags()) == 1
         assert memory.get(good).status == "validated" and memory.get(bad).misled == 3
-        stats = {s.lesson_id: s for s in lesson_lift(memory.db)}
+        stats = {s.lesson_id: s for s in memory.lesson_lift()}
         assert (
             stats[bad].n == 3 and stats[bad].rate == 0 and stats[bad].baseline_kind == "error_type"
         )

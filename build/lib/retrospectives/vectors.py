@@ -20,9 +20,7 @@ from memory.schema import LessonRow
 from memory.store import Memory
 from retrospectives.cluster import Matrix, as_matrix
 
-Bucket = tuple[str, str]  # (scope, error_type), or (scope, ALL_TYPES) across error types
-# A root cause shows up under several error types: consolidation clusters a whole scope.
-ALL_TYPES = "*"
+Bucket = tuple[str, str]  # (scope, error_type)
 _SQL_CHUNK = 900  # SQLite caps the bound parameters of one statement
 
 
@@ -76,18 +74,8 @@ def embed_pending(memory: Memory, *, page: int = 2048) -> int:
         done += len(rows)
 
 
-def buckets(memory: Memory, *, full: bool, across_types: bool = False) -> list[Bucket]:
-    """(scope, error type) pairs with unprocessed active lessons (all of them when `full`).
-
-    `across_types`: one bucket per scope, `(scope, ALL_TYPES)`; never across scopes.
-    """
-    found = _buckets(memory, full=full)
-    if across_types:
-        return sorted({(scope, ALL_TYPES) for scope, _ in found})
-    return found
-
-
-def _buckets(memory: Memory, *, full: bool) -> list[Bucket]:
+def buckets(memory: Memory, *, full: bool) -> list[Bucket]:
+    """(scope, error type) pairs with unprocessed active lessons (all of them when `full`)."""
     with memory.db.read() as session:
         query = (
             select(LessonRow.scope, LessonRow.error_type)
@@ -103,22 +91,19 @@ def _buckets(memory: Memory, *, full: bool) -> list[Bucket]:
 def bucket_vectors(memory: Memory, bucket: Bucket, *, full: bool) -> BucketVectors:
     """The bucket's active lessons in arrival order, split into processed and new."""
     scope, error_type = bucket
-    query = (
-        select(
-            LessonRow.id,
-            merges.RootCauseVectorRow.processed,
-            merges.RootCauseVectorRow.vector,
-        )
-        .join(merges.RootCauseVectorRow, _join())  # type: ignore[arg-type]
-        .where(LessonRow.scope == scope)
-        .where(col(LessonRow.status).in_(merges.ACTIVE))
-        .where(merges.RootCauseVectorRow.embedding_model == memory.embedder.model_id)
-        .order_by(col(LessonRow.created_at), col(LessonRow.id))
-    )
-    if error_type != ALL_TYPES:
-        query = query.where(LessonRow.error_type == error_type)
     with memory.db.read() as session:
-        rows = session.exec(query).all()
+        rows = session.exec(
+            select(
+                LessonRow.id,
+                merges.RootCauseVectorRow.processed,
+                merges.RootCauseVectorRow.vector,
+            )
+            .join(merges.RootCauseVectorRow, _join())  # type: ignore[arg-type]
+            .where(LessonRow.scope == scope, LessonRow.error_type == error_type)
+            .where(col(LessonRow.status).in_(merges.ACTIVE))
+            .where(merges.RootCauseVectorRow.embedding_model == memory.embedder.model_id)
+            .order_by(col(LessonRow.created_at), col(LessonRow.id))
+        ).all()
     dim = memory.embedder.dim
     old = [(i, v) for i, p, v in rows if p and not full]
     new = [(i, v) for i, p, v in rows if full or not p]
@@ -128,21 +113,6 @@ def bucket_vectors(memory: Memory, bucket: Bucket, *, full: bool) -> BucketVecto
         new_ids=[i for i, _ in new],
         new=as_matrix([unpack(v) for _, v in new], dim),
     )
-
-
-def cause_texts(memory: Memory, ids: Sequence[str]) -> list[str]:
-    """Root cause + fix of each lesson, in the order of `ids` (what clustering compares)."""
-    found: dict[str, str] = {}
-    for start in range(0, len(ids), _SQL_CHUNK):
-        chunk = list(ids[start : start + _SQL_CHUNK])
-        with memory.db.read() as session:
-            rows = session.exec(
-                select(LessonRow.id, LessonRow.root_cause, LessonRow.fix).where(
-                    col(LessonRow.id).in_(chunk)
-                )
-            ).all()
-        found.update({i: f"{root} {fix}" for i, root, fix in rows})
-    return [found[i] for i in ids]
 
 
 def unprocessed_count(memory: Memory) -> int:

@@ -1,0 +1,120 @@
+"""The checks of one candidate, cheapest first: rule checks, the task's check command in the
+sandbox, then the LLM critic. The first failing stage is the verdict; later stages do not run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from agent import prompts
+from agent.candidate import Candidate
+from agent.classify import classify
+from agent.critic import Critique, critique_feedback, unreadable_critique
+from agent.errors import StructuredOutputError
+from agent.evidence import input_evidence
+from agent.feedback import Feedback
+from agent.llm.base import LLM, Message, Usage
+from agent.rules import rule_check
+from agent.sandbox import Sandbox
+from agent.task import Task
+
+# "auto" asks the critic only when the task has no check command.
+CriticMode = Literal["auto", "always", "never"]
+
+
+class Checks:
+    """Runs the checks of `task` on candidates; check logs go to `run_dir` when given."""
+
+    def __init__(
+        self,
+        task: Task,
+        *,
+        sandbox: Sandbox,
+        critic: LLM,
+        critic_mode: CriticMode,
+        run_dir: Path | None,
+    ) -> None:
+        self.task, self.sandbox, self.critic = task, sandbox, critic
+        self.critic_mode, self.run_dir = critic_mode, run_dir
+
+    def run(
+        self, candidate: Candidate, round_no: int, index: int = 0
+    ) -> tuple[list[Feedback], Usage]:
+        """The feedback of every stage that ran (the last is the verdict) and the critic's cost.
+
+        `index` numbers the candidates of one round, for the name of the check log.
+        """
+        rule = rule_check(candidate, self.task)
+        if rule is not None:
+            return [rule], Usage()
+        checks: list[Feedback] = []
+        if self.task.check is not None:
+            executed = self._execute(candidate, round_no, index)
+            checks.append(executed)
+            if not executed.passed:
+                return checks, Usage()
+        if self.critic_mode == "always" or (self.critic_mode == "auto" and not self.task.check):
+            verdict, usage = self._critique(candidate, checks)
+            checks.append(verdict)
+            return checks, usage
+        return checks, Usage()
+
+    def _execute(self, candidate: Candidate, round_no: int, index: int) -> Feedback:
+        check = self.task.check
+        assert check is not None
+        name = f"round-{round_no}.log" if index == 0 else f"round-{round_no}-{index + 1}.log"
+        log_path = self.run_dir / name if self.run_dir else None
+        if log_path is not None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+
+        def attempt() -> Feedback:
+            result = self.sandbox.run(
+                check,
+                program=self.task.run,
+                files=candidate.files,
+                workspace=self.task.workspace,
+                task_dir=self.task.task_dir,
+                timeout_s=self.task.timeout_s,
+                log_path=log_path,
+            )
+            return classify(result, log_path=log_path)
+
+        feedback = attempt()
+        if feedback.kind == "resource_error" and (feedback.error_type or "").startswith("SIG"):
+            # A kill by a limit can be load on a shared machine: one retry before a rewrite.
+            feedback = attempt()
+        if feedback.kind == "runtime_error":
+            evidence = input_evidence(feedback.key_message, self.task.workspace)
+            if evidence:
+                feedback = feedback.model_copy(update={"input_evidence": evidence})
+        return feedback
+
+    def _critique(
+        self, candidate: Candidate, earlier: Sequence[Feedback]
+    ) -> tuple[Feedback, Usage]:
+        checklist = [
+            f"It does exactly what the task asks: {self.task.goal}",
+            "Names, formats, units and rounding match the task statement exactly.",
+            "Nothing is left unfinished (no placeholder, TODO or missing part).",
+        ]
+        if self.task.output:
+            checklist.insert(1, f"All requested files are present: {', '.join(self.task.output)}")
+        if earlier:
+            checklist.append(f"The automatic check passed: {earlier[-1].summary}")
+        user = prompts.render_critic(
+            self.task.goal, checklist, prompts.render_files(candidate.files, candidate.text)
+        )
+        messages = [
+            Message(role="system", content=prompts.CRITIC_SYSTEM),
+            Message(role="user", content=user),
+        ]
+        try:
+            completion = self.critic.complete(
+                messages, schema=Critique, temperature=0.0, max_tokens=512
+            )
+        except StructuredOutputError as exc:
+            return unreadable_critique(exc.raw, str(exc)), exc.usage or Usage()
+        assert completion.parsed is not None
+        return critique_feedback(completion.parsed), completion.usage

@@ -1,0 +1,134 @@
+"""Where a crash's value sits in the input files: the look at the data an engineer takes next.
+
+A program that crashed on one input value ("could not convert string to float: '$860.45'")
+is usually repaired for that value only, and crashes on the next ("'$4,332.59'"). The
+refiner needs the range of formats, not one instance. So when an error message quotes a
+value that occurs in an input file, the feedback also shows, from that file:
+
+- a CSV cell: the column's other distinct values, varied formats first;
+- a header name the program looked up (KeyError 'department'): the header exactly as
+  Python reads it (a BOM, stray spaces or another delimiter become visible);
+- anything else: the first lines that contain it;
+- a decoding error at byte position N: the raw bytes around N.
+
+Only the task's workspace (the program's own inputs) is read, never the task directory,
+which holds what the checker compares against.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+# A Python repr of a string inside an error message: '...' or "..." with escapes.
+_QUOTED = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\"""")
+_DECODE = re.compile(r"can't decode byte (0x[0-9a-f]{2}) in position (\d+)")
+_DELIMITERS = (",", ";", "\t", "|")
+MAX_FILE_BYTES = 5_000_000
+MAX_VALUES = 8
+MAX_LITERALS = 2
+
+
+def input_evidence(message: str | None, workspace: Path | None) -> str | None:
+    """Lines of evidence from the input files for the values `message` quotes, or None."""
+    if not message or workspace is None or not workspace.is_dir():
+        return None
+    files = list(_input_files(workspace))
+    decode = _DECODE.search(message)
+    if decode:
+        return _decode_evidence(files, int(decode.group(1), 16), int(decode.group(2)))
+    found: list[str] = []
+    for literal in _literals(message)[:MAX_LITERALS]:
+        for path, text in files:
+            line = _evidence_in(path.relative_to(workspace), text, literal)
+            if line:
+                found.append(line)
+                break
+    return "\n".join(found) or None
+
+
+def _literals(message: str) -> list[str]:
+    values: list[str] = []
+    for match in _QUOTED.finditer(message):
+        try:
+            value = ast.literal_eval(match.group(0))
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(value, str) and value.strip() and value not in values:
+            values.append(value)
+    return values
+
+
+def _input_files(workspace: Path) -> Iterator[tuple[Path, str]]:
+    for path in sorted(workspace.rglob("*")):
+        if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_FILE_BYTES:
+            raw = path.read_bytes()
+            if b"\0" not in raw[:4096]:
+                yield path, raw.decode("utf-8", errors="replace")
+
+
+def _evidence_in(name: Path, text: str, literal: str) -> str | None:
+    rows = _csv_rows(text)
+    if rows:
+        header, body = rows[0], rows[1:]
+        if literal not in header and any(_loosely(cell) == _loosely(literal) for cell in header):
+            return f"the header of {name} as Python reads it: {header!r}"
+        for column in range(len(header)):
+            values = [row[column] for row in body if column < len(row)]
+            if any(value.strip() == literal.strip() for value in values):
+                return _column_line(name, header[column], values)
+    lines = [line for line in text.splitlines() if literal.strip() in line]
+    if not lines:
+        return None
+    shown = ", ".join(repr(line[:160]) for line in lines[:3])
+    return f"lines of {name} that contain {literal!r}: {shown}"
+
+
+def _csv_rows(text: str) -> list[list[str]]:
+    """The rows of a delimited file, or [] when it does not look like one."""
+    first = text.split("\n", 1)[0]
+    delimiter = max(_DELIMITERS, key=first.count)
+    if first.count(delimiter) == 0:
+        return []
+    try:
+        rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
+    except csv.Error:
+        return []
+    return [row for row in rows if row]
+
+
+def _loosely(name: str) -> str:
+    return name.strip().lstrip("\ufeff").strip().lower()
+
+
+def _shape(value: str) -> str:
+    """Digits become 9 and letters a, runs collapsed: '$4,332.59' -> '$9,9.9'."""
+    shape = re.sub(r"\d+", "9", value)
+    return re.sub(r"[^\W\d_]+", "a", shape)
+
+
+def _column_line(name: Path, column: str, values: list[str]) -> str:
+    distinct = list(dict.fromkeys(values))
+    by_shape: dict[str, str] = {}
+    for value in distinct:
+        by_shape.setdefault(_shape(value), value)
+    shown = list(by_shape.values())[:MAX_VALUES]
+    shown += [v for v in distinct if v not in shown][: MAX_VALUES - len(shown)]
+    listed = ", ".join(repr(v) for v in shown)
+    return (
+        f"values of column {column!r} in {name} ({len(shown)} of {len(distinct)} distinct, "
+        f"varied formats first): {listed}"
+    )
+
+
+def _decode_evidence(files: list[tuple[Path, str]], byte: int, position: int) -> str | None:
+    for path, _ in files:
+        raw = path.read_bytes()
+        if position < len(raw) and raw[position] == byte:
+            around = raw[max(0, position - 20) : position + 20]
+            return f"bytes around position {position} of {path.name}: {around!r}"
+    return None

@@ -1,0 +1,1 @@
+"""lessonloop's agent: the bounded generate -> check -> reflect -> refine loop."""

@@ -1,0 +1,5 @@
+"""`python -m agent` is the `lessonloop` command."""
+
+from agent.cli import main
+
+main()

@@ -1,0 +1,356 @@
+"""Every read and write the console makes of the store: the one module that touches `Memory`.
+
+Writes go through the memory API only (`Memory.update`, `memory.curate`, the consolidator's
+undo, the review flags of `memory.lift`), so redaction, dedup and lifecycle rules hold
+whoever writes. Reads reuse what the CLI uses (`Memory.list_lessons`, `Memory.recall`,
+`memory.lift.lesson_lift`, `memory.curate.lesson_stats`, `memory.quality.quality_report`).
+
+issue 12 (memory internals become private): the few reads that still need `memory.db` or
+`LessonRow`/`RunRow`/`MergeRow` are marked `# issue 12: move into Memory`; nothing outside
+this module reaches into the store.
+
+One lock serialises store access: the web server calls from a thread pool, and the
+embedded chromadb client and the in-process BM25 postings are not made for parallel use.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from sqlalchemy import func
+from sqlmodel import col, select
+
+from agent.console import trajectory
+from agent.console.changes import ChangeLog
+from agent.console.models import (
+    Decision,
+    Facets,
+    FlaggedLesson,
+    Health,
+    LessonDetail,
+    LessonLine,
+    MergeDetail,
+    MergeLink,
+    ReviewQueue,
+    RunDetail,
+    SearchHit,
+    SearchResult,
+    Snapshot,
+)
+from agent.report import latest_learning, latest_recall
+from memory import Lesson, LessonFilter, LessonQuery, Memory, MemoryUsageError, Page, Run, curate
+from memory import lift as lift_stats
+from memory.merges import MergeNotFoundError, MergeRecord, MergeRow, list_merges, to_record
+from memory.quality import quality_report
+from memory.recall import lift as lift_signal
+from memory.schema import LessonRow, RunRow, to_run, utcnow
+from retrospectives import consolidate
+
+T = TypeVar("T")
+
+# A person searching wants every similar lesson up to the limit, not the prompt's budget
+# (as `lessonloop lessons search`).
+SEARCH_BUDGET = 10_000_000
+SEARCH_POOL = 50  # LessonQuery.limit allows at most 50
+EDITABLE = ("symptom", "root_cause", "fix", "applies_when", "scope", "error_type")
+REQUIRED = ("symptom", "root_cause", "fix", "scope", "error_type")
+
+
+class ConsoleData:
+    """The console's view of one store (plus the run directories and benchmark results)."""
+
+    def __init__(
+        self, memory: Memory, *, runs_dir: Path, results_dir: Path, changes: ChangeLog
+    ) -> None:
+        self.memory = memory
+        self.runs_dir = runs_dir
+        self.results_dir = results_dir
+        self.changes = changes
+        self._lock = threading.RLock()
+        # The merge and review tables appear with the first consolidation: a store that never
+        # had one still gets empty pages, not errors.
+        consolidate.ensure_tables(memory)
+
+    @contextmanager
+    def _store(self) -> Iterator[Memory]:
+        with self._lock:
+            yield self.memory
+
+    def _locked(self, fn: Callable[[Memory], T]) -> T:
+        with self._store() as memory:
+            return fn(memory)
+
+    # -- lessons -----------------------------------------------------------------------
+
+    def lessons(self, where: LessonFilter) -> Page[LessonLine]:
+        """A page of lessons (filters and paging in SQL) with the page's lift and flags."""
+        with self._store() as memory:
+            page = memory.list_lessons(where)
+            ids = [lesson.id for lesson in page.items]
+            # issue 12: move into Memory (lift and review flags of a page of lessons)
+            lifts = {s.lesson_id: s for s in lift_stats.lesson_lift(memory.db, ids)} if ids else {}
+            flagged = lift_stats.flagged_ids(memory.db, ids)
+        lines = tuple(
+            LessonLine(lesson=lesson, lift=lifts.get(lesson.id), flagged=lesson.id in flagged)
+            for lesson in page.items
+        )
+        return Page[LessonLine](items=lines, total=page.total, offset=page.offset, limit=page.limit)
+
+    def facets(self) -> Facets:
+        """The scopes and error types present (for the filter menus)."""
+        with self._store() as memory, memory.db.read() as session:
+            # issue 12: move into Memory (distinct scopes / error types; index-only scans)
+            scopes = session.exec(select(LessonRow.scope).distinct().order_by(LessonRow.scope))
+            types = session.exec(
+                select(LessonRow.error_type).distinct().order_by(LessonRow.error_type)
+            )
+            return Facets(scopes=tuple(scopes.all()), error_types=tuple(types.all()))
+
+    def search(
+        self, text: str, *, scope: str, error_type: str | None, min_similarity: float | None
+    ) -> SearchResult:
+        """Recall exactly as the loop does (one scope), with the ranking formula split up."""
+        types = (error_type,) if error_type else ()
+        query = LessonQuery(
+            text=text,
+            scope=scope,
+            error_types=types,
+            limit=SEARCH_POOL,
+            min_similarity=min_similarity,
+            token_budget=SEARCH_BUDGET,
+        )
+        with self._store() as memory:
+            hits = memory.recall(query)
+            if types:  # recall gates on types, then ranks every type: a person wants the type
+                hits = [h for h in hits if h.lesson.error_type in types]
+            ids = [h.lesson.id for h in hits]
+            # issue 12: move into Memory (recall's BM25 scores and review flags, for "why")
+            bm25 = memory.lexical.search(text, [scope]) if ids else {}
+            flagged = lift_stats.flagged_ids(memory.db, ids)
+            config = memory.recall_config
+        now = utcnow()
+        explained = []
+        for hit in hits:
+            lesson = hit.lesson
+            age_days = max(0.0, (now - lesson.updated_at).total_seconds() / 86400)
+            lift_term = config.lift_weight * lift_signal(lesson)
+            recency = config.recency_weight * 0.5 ** (age_days / config.recency_half_life_days)
+            bonus = config.validated_bonus if lesson.status == "validated" else 0.0
+            penalty = config.flagged_penalty if lesson.id in flagged else 0.0
+            explained.append(
+                SearchHit(
+                    lesson=lesson,
+                    similarity=hit.similarity,
+                    score=hit.score,
+                    relevance=hit.score - lift_term - recency - bonus + penalty,
+                    bm25=bm25.get(lesson.id),
+                    lift_term=lift_term,
+                    recency_term=recency,
+                    validated_bonus=bonus,
+                    flagged_penalty=penalty,
+                )
+            )
+        cut = config.min_similarity if min_similarity is None else min_similarity
+        return SearchResult(
+            text=text, scope=scope, error_type=error_type, min_similarity=cut, hits=tuple(explained)
+        )
+
+    def lesson(self, lesson_id: str) -> LessonDetail:
+        """One lesson with its uses, lift, review flag, merges and console changes."""
+        with self._store() as memory:
+            lesson = memory.get(lesson_id)
+            uses = memory.uses(lesson_id)
+            # issue 12: move into Memory (lift, review flag, merges of one lesson)
+            lifts = lift_stats.lesson_lift(memory.db, [lesson_id])
+            flag = next((f for f in lift_stats.flags(memory.db) if f.lesson_id == lesson_id), None)
+            merges = self._merges_of(memory, lesson)
+        return LessonDetail(
+            lesson=lesson,
+            uses=tuple(uses),
+            lift=lifts[0] if lifts else None,
+            flag=flag,
+            merges=merges,
+            changes=self.changes.for_lesson(lesson_id),
+        )
+
+    @staticmethod
+    def _merges_of(memory: Memory, lesson: Lesson) -> tuple[MergeLink, ...]:
+        canonicals = {lesson.id, *([lesson.merged_into] if lesson.merged_into else [])}
+        # issue 12: move into Memory (merge records by canonical)
+        with memory.db.read() as session:
+            rows = session.exec(
+                select(MergeRow)
+                .where(col(MergeRow.canonical_id).in_(list(canonicals)))
+                .order_by(col(MergeRow.created_at).desc())
+            ).all()
+            links = [
+                MergeLink(
+                    record=to_record(r),
+                    role="canonical" if r.canonical_id == lesson.id else "member",
+                )
+                for r in rows
+                if r.canonical_id == lesson.id or lesson.id in r.member_ids
+            ]
+        return tuple(links)
+
+    def edit(self, lesson_id: str, fields: dict[str, str], client: str) -> Lesson:
+        """Change a lesson's text (redacted, re-embedded by `Memory.update`); logged."""
+        unknown = set(fields) - set(EDITABLE)
+        if unknown:
+            raise MemoryUsageError(f"cannot edit {', '.join(sorted(unknown))}")
+        empty = [k for k in REQUIRED if k in fields and not fields[k].strip()]
+        if empty:
+            raise MemoryUsageError(f"{', '.join(empty)} cannot be empty")
+        with self._store() as memory:
+            before = memory.get(lesson_id)
+            changed = {k: v for k, v in fields.items() if getattr(before, k) != v}
+            if not changed:
+                return before
+            after = memory.update(lesson_id, **changed)
+        detail = "; ".join(f"{k}: {getattr(before, k)!r} -> {getattr(after, k)!r}" for k in changed)
+        self.changes.record(lesson_id, "edit", detail, client)
+        return after
+
+    def set_status(self, lesson_id: str, decision: Decision, client: str) -> Lesson:
+        """approve / deprecate (curation rules) or keep; each clears the review flag; logged."""
+        with self._store() as memory:
+            before = memory.get(lesson_id)
+            if decision == "approve":
+                lesson = curate.approve(memory, lesson_id)
+            elif decision == "deprecate":
+                lesson = curate.deprecate(memory, lesson_id)
+            else:
+                lesson = before
+            # issue 12: move into Memory (review flags)
+            cleared = lift_stats.clear_flag(memory.db, lesson_id)
+        detail = f"status {before.status} -> {lesson.status}" + (
+            "; review flag cleared" if cleared else ""
+        )
+        self.changes.record(lesson_id, decision, detail, client)
+        return lesson
+
+    # -- review --------------------------------------------------------------------------
+
+    def review(self, *, limit: int = 50) -> ReviewQueue:
+        """Flagged lessons with their lift, misleading ones, candidates waiting."""
+        with self._store() as memory:
+            # issue 12: move into Memory (review flags and their lift)
+            flags = lift_stats.flags(memory.db)
+            ids = [f.lesson_id for f in flags]
+            lifts = {s.lesson_id: s for s in lift_stats.lesson_lift(memory.db, ids)} if ids else {}
+            lessons = {i: self._maybe(memory, i) for i in ids}
+            misled = memory.list_lessons(
+                LessonFilter(status=curate.ACTIVE, sort="misled", limit=limit)
+            )
+            waiting = memory.list_lessons(
+                LessonFilter(status=("candidate",), sort="recalled", limit=limit)
+            )
+        return ReviewQueue(
+            flagged=tuple(
+                FlaggedLesson(flag=f, lesson=lessons[f.lesson_id], lift=lifts.get(f.lesson_id))
+                for f in flags
+            ),
+            misleading=tuple(x for x in misled.items if x.misled > x.helped),
+            candidates=waiting.items,
+            candidates_total=waiting.total,
+        )
+
+    @staticmethod
+    def _maybe(memory: Memory, lesson_id: str) -> Lesson | None:
+        try:
+            return memory.get(lesson_id)
+        except MemoryUsageError:
+            return None
+
+    def refresh_review(self) -> tuple[int, int, int]:
+        """Apply the lift policy as `lessonloop review` does: (validated, flagged, decayed)."""
+        from retrospectives.lift import apply_lift
+
+        report = self._locked(apply_lift)
+        return len(report.validated), len(report.flagged), len(report.decayed)
+
+    # -- merges --------------------------------------------------------------------------
+
+    def merges(self, *, limit: int = 200) -> tuple[MergeRecord, ...]:
+        """Consolidation history, newest first."""
+        # issue 12: move into Memory (merge history)
+        return tuple(self._locked(lambda m: list_merges(m.db, limit=limit)))
+
+    def merge(self, merge_id: str) -> MergeDetail:
+        """A merge with the texts before it and the canonical as it is now."""
+        with self._store() as memory:
+            # issue 12: move into Memory (merge record with its before-snapshots)
+            with memory.db.read() as session:
+                row = session.get(MergeRow, merge_id)
+                if row is None:
+                    raise MergeNotFoundError(f"no merge {merge_id!r}")
+                before = tuple(Snapshot.model_validate(s) for s in row.before)
+                record = to_record(row)
+            canonical = self._maybe(memory, record.canonical_id)
+        return MergeDetail(record=record, before=before, canonical=canonical)
+
+    def undo(self, merge_id: str, client: str) -> MergeRecord:
+        """Undo a merge with the consolidator's undo (exact restore; the index follows)."""
+        record = self._locked(lambda m: consolidate.undo(m, merge_id))
+        for lesson_id in record.member_ids:
+            self.changes.record(lesson_id, "undo-merge", f"merge {merge_id} undone", client)
+        return record
+
+    # -- runs ----------------------------------------------------------------------------
+
+    def runs(self, *, offset: int, limit: int) -> Page[Run]:
+        """Recent runs, newest first (paged in SQL)."""
+        with self._store() as memory, memory.db.read() as session:
+            # issue 12: move into Memory (list runs)
+            total = session.exec(select(func.count()).select_from(RunRow)).one()
+            rows = session.exec(
+                select(RunRow)
+                .order_by(col(RunRow.created_at).desc(), col(RunRow.id).desc())
+                .offset(offset)
+                .limit(limit)
+            ).all()
+            items = tuple(to_run(r) for r in rows)
+        return Page[Run](items=items, total=total, offset=offset, limit=limit)
+
+    def run(self, run_id: str) -> RunDetail:
+        """A run from the store, and its trajectory from its run directory when present."""
+        stored = self._locked(lambda m: m.get_run(run_id))
+        run_dir = self.runs_dir / run_id
+        try:
+            result = trajectory.load(run_dir)
+        except trajectory.TrajectoryError as exc:
+            return RunDetail(
+                run=stored, run_dir=run_dir, trajectory_error=str(exc), stop_reason=None, rounds=()
+            )
+        return RunDetail(
+            run=stored,
+            run_dir=run_dir,
+            trajectory_error=None,
+            stop_reason=result.stop_reason,
+            rounds=trajectory.rounds(result),
+        )
+
+    # -- health --------------------------------------------------------------------------
+
+    def health(self) -> Health:
+        """`lessonloop stats --quality` and the newest learning / recall benchmark results."""
+        with self._store() as memory:
+            stats = curate.lesson_stats(memory)
+            quality = quality_report(memory)
+        learning = latest_learning(self.results_dir)
+        png = None
+        if learning is not None:
+            candidate = learning[0].parent / learning[1].png
+            png = candidate if candidate.is_file() else None
+        recall = latest_recall(self.results_dir)
+        return Health(
+            stats=stats,
+            quality=quality,
+            learning=learning[1] if learning else None,
+            learning_png=png,
+            recall=recall[1] if recall else None,
+        )

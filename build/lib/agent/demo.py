@@ -1,0 +1,174 @@
+"""`lessonloop demo`: watch the assistant learn a lesson and use it, from a fresh memory.
+
+    1  task A (a data trap) with memory: it falls into the trap, the loop searches for the
+       fix, and the retrospective stores a verified lesson (the code change that worked)
+    2  task B (the same trap, other data) with that memory: the lesson is recalled before
+       the first generation
+    3  task B again without memory: the baseline for the closing comparison
+
+When task A stores no lesson (unsolved, or solved at once) the demo stops after step 1 and
+says so: steps 2 and 3 would only compare two runs without a lesson.
+
+Every step is a real run through the public session API (same loop, sandbox, memory and
+retrospective as `lessonloop run`); nothing is staged. The report says what happened,
+including when the lesson was not recalled or did not help.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.errors import ConfigurationError
+from agent.llm.base import LLM
+from agent.llm.resolve import resolve_llm
+from agent.loop import Observer
+from agent.session import SessionResult, open_memory, run_task
+from agent.settings import Settings
+from agent.task import load_task
+from memory.types import Lesson
+
+# The default pair: one trap family, two tasks with different data and goals.
+DEFAULT_TASKS = ("currency_01_invoices", "currency_02_expenses")
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "traps"
+
+
+class DemoStep(BaseModel):
+    """One run of the demo and what the memory did with it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    label: str
+    task_dir: Path
+    with_memory: bool
+    result: SessionResult
+    lessons_stored: tuple[Lesson, ...] = ()
+    lessons_recalled: tuple[Lesson, ...] = ()
+
+
+class DemoReport(BaseModel):
+    """The three steps and the verdict read off them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory: str
+    steps: tuple[DemoStep, ...]
+
+    @property
+    def learned(self) -> bool:
+        """A verified lesson was stored in step 1 and recalled in step 2."""
+        if len(self.steps) < 2:
+            return False
+        stored = {lesson.id for lesson in self.steps[0].lessons_stored}
+        return bool(stored & {lesson.id for lesson in self.steps[1].lessons_recalled})
+
+    @property
+    def verdict(self) -> str:
+        first = self.steps[0]
+        if not first.result.run.passed:
+            return (
+                "task A was not solved, so no fix was verified and no lesson was stored: "
+                "nothing to learn from this run"
+            )
+        if not first.lessons_stored and len(first.result.run.rounds) == 1:
+            return "task A passed in round 1: there was no mistake to learn from"
+        if not first.lessons_stored:
+            return (
+                "task A passed after a failure, but the change that fixed it gave no lesson "
+                "(no code change, or a failure that is not evidence of a defect)"
+            )
+        if not self.learned:
+            return "a lesson was stored, but task B did not recall it"
+        a, b = self.steps[1].result.run, self.steps[2].result.run
+        return (
+            f"with the lesson: {'passed' if a.passed else 'failed'} in {len(a.rounds)} round(s), "
+            f"{a.usage.total_tokens} tokens; without: {'passed' if b.passed else 'failed'} in "
+            f"{len(b.rounds)} round(s), {b.usage.total_tokens} tokens"
+        )
+
+
+StepHook = Callable[[str, Path, bool], None]
+
+
+def demo_tasks(tasks: tuple[Path, Path] | None) -> tuple[Path, Path]:
+    """The two task directories (given, or the default pair from examples/traps), each
+    loaded once here so a typo fails before minutes of task A, not after."""
+    if tasks is not None:
+        for task_dir in tasks:
+            load_task(task_dir)
+        return tasks
+    found = tuple(EXAMPLES / name for name in DEFAULT_TASKS)
+    missing = [str(p) for p in found if not (p / "task.toml").is_file()]
+    if missing:
+        raise ConfigurationError(
+            f"demo tasks not found: {', '.join(missing)}; run from a source checkout "
+            "(pip install -e .) or pass two task directories: lessonloop demo TASK_A TASK_B"
+        )
+    return found[0], found[1]
+
+
+def run_demo(
+    settings: Settings,
+    *,
+    tasks: tuple[Path, Path] | None = None,
+    llm: LLM | None = None,
+    observer: Observer | None = None,
+    on_step: StepHook | None = None,
+    memory: str | None = None,
+) -> DemoReport:
+    """Run the three steps on a fresh memory: `memory` if given, else the demo's own store
+    under `settings.home / "demo"`, emptied first and kept afterwards for inspection.
+
+    `settings.memory` (e.g. LESSONLOOP_MEMORY, the assistant's real store) is never used:
+    the demo must not mix its lessons into a memory someone relies on.
+    """
+    first, second = demo_tasks(tasks)
+    model = llm or resolve_llm(settings.model, settings)
+    if memory is None:
+        own = settings.home / "demo"
+        shutil.rmtree(own, ignore_errors=True)
+        memory = str(own / "memory")
+    settings = settings.model_copy(update={"memory": memory})
+    location = memory
+    store = open_memory(settings)
+    try:
+        plan = (
+            ("1. task A, fresh memory", first, True),
+            ("2. task B, with what task A taught", second, True),
+            ("3. task B, without memory", second, False),
+        )
+        steps: list[DemoStep] = []
+        for label, task_dir, with_memory in plan:
+            if on_step is not None:
+                on_step(label, task_dir, with_memory)
+            result = run_task(
+                task_dir,
+                settings,
+                memory=store if with_memory else None,
+                llm=model,
+                observer=observer,
+            )
+            stored = tuple(
+                store.get(a.lesson.id)
+                for a in result.lessons
+                if a.lesson is not None and a.action == "created"
+            )
+            recalled = tuple(store.get(i) for i in result.run.recalled_lesson_ids)
+            steps.append(
+                DemoStep(
+                    label=label,
+                    task_dir=task_dir,
+                    with_memory=with_memory,
+                    result=result,
+                    lessons_stored=stored,
+                    lessons_recalled=recalled,
+                )
+            )
+            if not stored and len(steps) == 1:
+                break  # nothing was learned: task B would only repeat the baseline
+    finally:
+        store.close()
+    return DemoReport(memory=location, steps=tuple(steps))

@@ -1,0 +1,65 @@
+"""What a check says about a candidate: a typed, compressed Feedback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+FeedbackKind = Literal[
+    "success",
+    "syntax_error",
+    "runtime_error",
+    "resource_error",
+    "timeout",
+    "check_failed",
+    "critic_rejected",
+]
+
+# Which stage produced the feedback: cheapest first.
+CheckStage = Literal["rule", "execution", "critic"]
+
+
+class Feedback(BaseModel):
+    """A compressed verdict the reflector reads; the full log stays on disk at `log_path`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: FeedbackKind
+    stage: CheckStage
+    summary: str
+    error_type: str | None = None  # e.g. "KeyError", "SyntaxError", "MemoryError"
+    location: str | None = None  # e.g. "solution.py:12"
+    key_message: str | None = None
+    failing_example: str | None = None
+    issues: tuple[str, ...] = ()
+    score: float | None = None  # critic score 1-10 when the critic ran
+    # Partial credit 0..1 that the check reported (`LESSONLOOP_SCORE 7/9`); 1 on success.
+    credit: float | None = None
+    log_path: Path | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.kind == "success"
+
+    def signature(self) -> str:
+        """Identity of the failure, used to detect a stall (the same failure twice)."""
+        return "|".join(
+            [self.kind, self.error_type or "", self.location or "", (self.key_message or "")[:200]]
+        )
+
+    def compressed(self) -> str:
+        """At most a few lines for the reflector: kind, location, key message, example."""
+        lines = [f"kind: {self.kind}" + (f" ({self.error_type})" if self.error_type else "")]
+        if self.location:
+            lines.append(f"where: {self.location}")
+        if self.key_message:
+            lines.append(f"message: {self.key_message}")
+        if self.failing_example:
+            lines.append(f"failing example: {self.failing_example}")
+        if self.issues:
+            lines.extend(f"issue: {issue}" for issue in self.issues[:5])
+        if len(lines) == 1:
+            lines.append(self.summary)
+        return "\n".join(lines)

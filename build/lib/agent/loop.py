@@ -1,0 +1,513 @@
+"""ReflectiveAgent: the bounded generate -> check -> reflect -> refine loop.
+
+Rounds count attempts: round 1 is the first generation (one greedy candidate), every later
+round a refinement, and `max_rounds` caps the rounds. Checks run cheapest first (rule
+checks, then the task's check command in the sandbox, then the LLM critic) and the first
+failing stage is the round's verdict.
+
+A refinement round is a small search: up to `pool_size` distinct candidates, drawn in this
+order -- the refiner's greedy answer, hotter refiner samples, then (from a pool of three)
+a fresh generation shown the failing check and the recalled lessons -- each checked in the
+sandbox, the first pass ending the round. The round keeps the best by `rank_feedback`:
+passed, then how far the program got (ran and was wrong beats crashed beats did not
+parse), then the check's partial credit. A small model's greedy refiner often returns the
+same code, while a few samples contain the fix: the pool turns that pass@k into the loop's
+pass@1. The optional `token_budget` caps what one task may spend.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent import prompts
+from agent.candidate import Candidate, parse_candidate
+from agent.classify import classify
+from agent.critic import Critique, critique_feedback, unreadable_critique
+from agent.errors import StructuredOutputError
+from agent.feedback import Feedback
+from agent.llm.base import LLM, Message, Usage
+from agent.result import (
+    CandidateOrigin,
+    PoolEntry,
+    RoundAction,
+    RoundRecord,
+    RunResult,
+    StopReason,
+)
+from agent.rules import rule_check
+from agent.sandbox import Sandbox
+from agent.search import Pool, plan_draws, rank_feedback
+from agent.stopping import decide_stop
+from agent.task import Task
+from memory.render import render_lessons
+from memory.types import LessonQuery, Recall, RecallStage, ScoredLesson
+
+CriticMode = Literal["auto", "always", "never"]
+
+
+class LoopConfig(BaseModel):
+    """Knobs of the loop. `critic="auto"` asks the critic only when no check command exists."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_rounds: int = Field(default=3, ge=1, le=20)
+    score_threshold: float = Field(default=8.0, ge=1, le=10)
+    critic: CriticMode = "auto"
+    temperature: float = 0.0
+    # When the refiner returns an answer already tried, draw again this many times, hotter.
+    resample_attempts: int = Field(default=2, ge=0)
+    resample_temperature: float = 0.8
+    # Distinct candidates checked per refinement round at most (1: the refiner's answer only).
+    pool_size: int = Field(default=3, ge=1, le=16)
+    # Total tokens one task may spend; no new candidate is drawn once it is reached.
+    token_budget: int | None = Field(default=None, ge=1)
+    lesson_limit: int = 3
+    lesson_token_budget: int = 300
+    max_tokens: int = 1024
+
+
+@dataclass(frozen=True)
+class LoopEvent:
+    """Progress for a UI: one per step, with the cost of that step."""
+
+    kind: Literal["recalled", "generated", "checked", "resampled", "stopped"]
+    round: int
+    detail: str
+    usage: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+
+
+Observer = Callable[[LoopEvent], None]
+
+
+class ReflectiveAgent:
+    """Runs a task through generator, checks, reflection and refiner; returns the trajectory."""
+
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        recall: Recall,
+        sandbox: Sandbox,
+        config: LoopConfig | None = None,
+        critic_llm: LLM | None = None,
+        refiner_llm: LLM | None = None,
+        runs_dir: Path | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        self.generator = llm
+        self.critic = critic_llm or llm
+        self.refiner = refiner_llm or llm
+        self.recall = recall
+        self.sandbox = sandbox
+        self.config = config or LoopConfig()
+        self.runs_dir = runs_dir
+        self.observer = observer
+
+    def run(self, task: Task, *, run_id: str | None = None) -> RunResult:
+        run = _Run(self, task, run_id or uuid.uuid4().hex[:12])
+        return run.execute()
+
+    def _emit(self, event: LoopEvent) -> None:
+        if self.observer is not None:
+            self.observer(event)
+
+
+class _Run:
+    """State of one run; kept apart so the agent itself stays reusable and stateless."""
+
+    def __init__(self, agent: ReflectiveAgent, task: Task, run_id: str) -> None:
+        self.agent, self.task, self.run_id = agent, task, run_id
+        self.cfg = agent.config
+        self.run_dir = agent.runs_dir / run_id if agent.runs_dir else None
+        self.rounds: list[RoundRecord] = []
+        self.digests: set[str] = set()
+        self.tried: list[str] = []
+        # The previous round's second-best candidate and its checks: the hot refiner samples
+        # alternate between it and the best, so one base that misleads cannot take all of them.
+        self.runner_up: tuple[Candidate, tuple[Feedback, ...]] | None = None
+        self.started = time.monotonic()
+        # Tokens of refiner calls whose answers were never checked (all repeats).
+        self.unrecorded_usage = Usage()
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def execute(self) -> RunResult:
+        lessons = self._recall("seed", self._seed_text(), ())
+        t0 = time.monotonic()
+        first, usage = self._generate(lessons)
+        self.agent._emit(LoopEvent("generated", 1, "generate", usage, time.monotonic() - t0))
+        self.digests.add(first.digest())
+        checks, check_usage = self._check_one(first, 1, 0)
+        self._append(1, "generate", (first, checks, usage + check_usage), (), t0, 0, lessons)
+        while True:
+            stop = self._stop_reason()
+            if stop is not None:
+                return self._finish(stop)
+            if self._spent() >= (self.cfg.token_budget or float("inf")):
+                return self._finish("budget")
+            t0 = time.monotonic()
+            last = self.rounds[-1]
+            lessons = self._recall(
+                "reflection", last.feedback.compressed(), _error_types(last.feedback)
+            )
+            stop = self._search(last, lessons, t0)
+            if stop is not None:
+                return self._finish(stop)
+
+    def _stop_reason(self) -> StopReason | None:
+        return decide_stop(
+            [r.feedback for r in self.rounds],
+            max_rounds=self.cfg.max_rounds,
+            score_threshold=self.cfg.score_threshold,
+            has_external_check=self.task.check is not None,
+        )
+
+    def _finish(self, reason: StopReason) -> RunResult:
+        best = max(self.rounds, key=_rank)
+        final = self.rounds[-1].feedback
+        passed = best.feedback.passed
+        unresolved: tuple[str, ...] = ()
+        if not passed:
+            unresolved = best.feedback.issues or (best.feedback.compressed(),)
+        usage = self._spent_usage()
+        self.agent._emit(
+            LoopEvent("stopped", len(self.rounds), f"{reason} (last: {final.kind})", usage)
+        )
+        return RunResult(
+            run_id=self.run_id,
+            task_id=self.task.id,
+            scope=self.task.scope,
+            goal=self.task.goal,
+            passed=passed,
+            stop_reason=reason,
+            rounds=tuple(self.rounds),
+            best_round=best.round,
+            unresolved=unresolved,
+            usage=usage,
+            seconds=time.monotonic() - self.started,
+            run_dir=self.run_dir,
+        )
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def _recall(
+        self, stage: RecallStage, text: str, error_types: tuple[str, ...]
+    ) -> Sequence[ScoredLesson]:
+        query = LessonQuery(
+            text=text,
+            scope=self.task.scope,
+            error_types=error_types,
+            stage=stage,
+            limit=self.cfg.lesson_limit,
+            token_budget=self.cfg.lesson_token_budget,
+        )
+        lessons = self.agent.recall.recall(query)
+        if lessons:
+            ids = [s.lesson.id for s in lessons]
+            self.agent.recall.report_use(self.run_id, stage, ids)
+            self.agent._emit(
+                LoopEvent("recalled", len(self.rounds) + 1, f"{stage}: {', '.join(ids)}")
+            )
+        return lessons
+
+    def _generate(
+        self,
+        lessons: Sequence[ScoredLesson],
+        *,
+        failure: str = "",
+        temperature: float | None = None,
+    ) -> tuple[Candidate, Usage]:
+        user = prompts.render_generator(
+            self.task.goal,
+            self.task.output,
+            self.task.workspace_files(),
+            render_lessons(lessons) if lessons else "",
+            failure,
+        )
+        messages = [
+            Message(role="system", content=prompts.GENERATOR_SYSTEM),
+            Message(role="user", content=user),
+        ]
+        completion = self.agent.generator.complete(
+            messages,
+            temperature=self.cfg.temperature if temperature is None else temperature,
+            max_tokens=self.cfg.max_tokens,
+        )
+        return parse_candidate(completion.text, self.task.output), completion.usage
+
+    def _search(
+        self, last: RoundRecord, lessons: Sequence[ScoredLesson], t0: float
+    ) -> StopReason | None:
+        """Draw, check and rank the candidates of one refinement round and record the best.
+
+        Returns why the run must stop instead ("budget", or "stall" when no draw was new),
+        else None.
+        """
+        round_no = last.round + 1
+        messages = self._refiner_messages(last.candidate, last.checks, last.round, lessons)
+        alt_messages = (
+            self._refiner_messages(*self.runner_up, last.round, lessons)
+            if self.runner_up is not None
+            else messages
+        )
+        pool = Pool()
+        incomplete: tuple[Candidate, CandidateOrigin, float] | None = None
+        budget = self.cfg.token_budget or float("inf")
+        for draw, (origin, temperature) in enumerate(
+            plan_draws(
+                self.cfg,
+                has_output=bool(self.task.output),
+                has_runner_up=self.runner_up is not None,
+            )
+        ):
+            if len(pool.drawn) >= self.cfg.pool_size or pool.passed:
+                break
+            if self._spent() + pool.tokens >= budget:
+                break
+            drawn_at = time.monotonic()
+            if origin == "fresh":
+                feedback = last.feedback.compressed()
+                candidate, cost = self._generate(lessons, failure=feedback, temperature=temperature)
+            else:
+                completion = self.agent.refiner.complete(
+                    alt_messages if origin == "refine_alt" else messages,
+                    temperature=temperature,
+                    max_tokens=self.cfg.max_tokens,
+                    seed=draw,
+                )
+                candidate, cost = (
+                    parse_candidate(completion.text, self.task.output),
+                    completion.usage,
+                )
+            new = candidate.digest() not in self.digests
+            complete = all(name in candidate.files for name in self.task.output)
+            if not (new and complete):
+                pool.wasted += cost
+                pool.repeats += 1
+                incomplete = (candidate, origin, temperature) if new else incomplete
+                reason = "no output file" if new else "an earlier answer"
+                self.agent._emit(LoopEvent("resampled", round_no, f"{origin} gave {reason}"))
+                continue
+            self.agent._emit(
+                LoopEvent("generated", round_no, origin, cost, time.monotonic() - drawn_at)
+            )
+            self._take(pool, candidate, origin, temperature, cost, round_no)
+        if not pool.drawn and incomplete is not None:
+            # Only replies without the files: check one, so the rule check's "missing file"
+            # reaches the refiner (its tokens are already counted as wasted).
+            pool.repeats -= 1
+            self._take(pool, *incomplete, Usage(), round_no)
+        if not pool.drawn:
+            self.unrecorded_usage += pool.wasted
+            return "budget" if self._spent() >= budget else "stall"
+        order = sorted(
+            range(len(pool.drawn)), key=lambda k: rank_feedback(pool.drawn[k][1][-1]), reverse=True
+        )
+        best = order[0]
+        self.runner_up = pool.drawn[order[1]][:2] if len(order) > 1 else None
+        entries = tuple(
+            e.model_copy(update={"chosen": k == best}) for k, e in enumerate(pool.entries)
+        )
+        total = sum((d[2] for d in pool.drawn), pool.wasted)
+        chosen = (pool.drawn[best][0], pool.drawn[best][1], total)
+        self._append(round_no, "refine", chosen, entries, t0, pool.repeats, lessons)
+        return None
+
+    def _take(
+        self,
+        pool: Pool,
+        candidate: Candidate,
+        origin: CandidateOrigin,
+        temperature: float,
+        cost: Usage,
+        round_no: int,
+    ) -> None:
+        """Check a new candidate and add it to the round's pool."""
+        self.digests.add(candidate.digest())
+        if candidate.fix_note and origin != "fresh" and candidate.fix_note not in self.tried:
+            self.tried.append(candidate.fix_note)
+        checks, check_cost = self._check_one(candidate, round_no, len(pool.drawn))
+        pool.drawn.append((candidate, checks, cost + check_cost))
+        pool.entries.append(
+            PoolEntry(
+                origin=origin,
+                temperature=temperature,
+                kind=checks[-1].kind,
+                credit=checks[-1].credit,
+                tokens=(cost + check_cost).total_tokens,
+            )
+        )
+
+    def _refiner_messages(
+        self,
+        candidate: Candidate,
+        checks: tuple[Feedback, ...],
+        round_no: int,
+        lessons: Sequence[ScoredLesson],
+    ) -> list[Message]:
+        """The refiner's prompt for repairing `candidate`, judged by `checks` in `round_no`."""
+        verdict = checks[-1]
+        passed_external = any(c.stage == "execution" and c.passed for c in checks)
+        user = prompts.render_refiner(
+            goal=self.task.goal,
+            previous=prompts.render_files(candidate.files, candidate.text),
+            round_no=round_no,
+            feedback=verdict.compressed(),
+            kind=verdict.kind,
+            tried=self.tried,
+            lessons=render_lessons(lessons) if lessons else "",
+            passed_external=passed_external,
+        )
+        system = prompts.REFINER_SYSTEM if self.task.output else prompts.REFINER_SYSTEM_TEXT
+        return [Message(role="system", content=system), Message(role="user", content=user)]
+
+    def _check_one(
+        self, candidate: Candidate, round_no: int, index: int
+    ) -> tuple[tuple[Feedback, ...], Usage]:
+        started = time.monotonic()
+        checks, usage = self._check(candidate, round_no, index)
+        verdict = checks[-1]
+        credit = (
+            f" ({verdict.credit:.0%})" if verdict.credit is not None and not verdict.passed else ""
+        )
+        self.agent._emit(
+            LoopEvent(
+                "checked",
+                round_no,
+                f"{verdict.stage}: {verdict.kind}{credit}",
+                usage,
+                time.monotonic() - started,
+            )
+        )
+        return tuple(checks), usage
+
+    def _append(
+        self,
+        round_no: int,
+        action: RoundAction,
+        chosen: tuple[Candidate, tuple[Feedback, ...], Usage],
+        pool: tuple[PoolEntry, ...],
+        t0: float,
+        resamples: int,
+        lessons: Sequence[ScoredLesson],
+    ) -> None:
+        candidate, checks, usage = chosen
+        self.rounds.append(
+            RoundRecord(
+                round=round_no,
+                action=action,
+                candidate=candidate,
+                checks=checks,
+                usage=usage,
+                seconds=time.monotonic() - t0,
+                resamples=resamples,
+                recalled_lesson_ids=tuple(s.lesson.id for s in lessons),
+                pool=pool,
+            )
+        )
+
+    def _spent_usage(self) -> Usage:
+        return sum((r.usage for r in self.rounds), self.unrecorded_usage)
+
+    def _spent(self) -> int:
+        return self._spent_usage().total_tokens
+
+    # -- checks, cheapest first ------------------------------------------------------------
+
+    def _check(
+        self, candidate: Candidate, round_no: int, index: int = 0
+    ) -> tuple[list[Feedback], Usage]:
+        rule = rule_check(candidate, self.task)
+        if rule is not None:
+            return [rule], Usage()
+        checks: list[Feedback] = []
+        if self.task.check is not None:
+            executed = self._execute(candidate, round_no, index)
+            checks.append(executed)
+            if not executed.passed:
+                return checks, Usage()
+        if self.cfg.critic == "always" or (self.cfg.critic == "auto" and not self.task.check):
+            verdict, usage = self._critique(candidate, checks)
+            checks.append(verdict)
+            return checks, usage
+        return checks, Usage()
+
+    def _execute(self, candidate: Candidate, round_no: int, index: int) -> Feedback:
+        assert self.task.check is not None
+        name = f"round-{round_no}.log" if index == 0 else f"round-{round_no}-{index + 1}.log"
+        log_path = self.run_dir / name if self.run_dir else None
+        if log_path is not None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+
+        def attempt() -> Feedback:
+            assert self.task.check is not None
+            result = self.agent.sandbox.run(
+                self.task.check,
+                program=self.task.run,
+                files=candidate.files,
+                workspace=self.task.workspace,
+                task_dir=self.task.task_dir,
+                timeout_s=self.task.timeout_s,
+                log_path=log_path,
+            )
+            return classify(result, log_path=log_path)
+
+        feedback = attempt()
+        if feedback.kind == "resource_error" and (feedback.error_type or "").startswith("SIG"):
+            # A kill by a limit can be load on a shared machine: one retry before a rewrite.
+            feedback = attempt()
+        return feedback
+
+    def _critique(
+        self, candidate: Candidate, earlier: Sequence[Feedback]
+    ) -> tuple[Feedback, Usage]:
+        checklist = [
+            f"It does exactly what the task asks: {self.task.goal}",
+            "Names, formats, units and rounding match the task statement exactly.",
+            "Nothing is left unfinished (no placeholder, TODO or missing part).",
+        ]
+        if self.task.output:
+            checklist.insert(1, f"All requested files are present: {', '.join(self.task.output)}")
+        if earlier:
+            checklist.append(f"The automatic check passed: {earlier[-1].summary}")
+        user = prompts.render_critic(
+            self.task.goal, checklist, prompts.render_files(candidate.files, candidate.text)
+        )
+        messages = [
+            Message(role="system", content=prompts.CRITIC_SYSTEM),
+            Message(role="user", content=user),
+        ]
+        try:
+            completion = self.agent.critic.complete(
+                messages, schema=Critique, temperature=0.0, max_tokens=512
+            )
+        except StructuredOutputError as exc:
+            return unreadable_critique(exc.raw, str(exc)), exc.usage or Usage()
+        assert completion.parsed is not None
+        return critique_feedback(completion.parsed), completion.usage
+
+    def _seed_text(self) -> str:
+        # The goal plus the first lines of the inputs: lessons are indexed by symptom and
+        # root cause, and the data's surface ("$1,299.99", a BOM) is what they share.
+        parts = [self.task.goal]
+        for name, preview in self.task.workspace_files(max_bytes=300).items():
+            head = "\n".join(preview.splitlines()[:3])
+            parts.append(f"--- {name} ---\n{head}")
+        return "\n".join(parts)
+
+
+def _error_types(feedback: Feedback) -> tuple[str, ...]:
+    return tuple(t for t in (feedback.error_type, feedback.kind) if t)
+
+
+def _rank(record: RoundRecord) -> tuple[tuple[bool, int, int, float, float, int], int]:
+    # On a tie the earlier round wins: it cost less to reach.
+    return rank_feedback(record.feedback), -record.round

@@ -1,0 +1,135 @@
+"""What a run produced: every round's candidate and checks, the best candidate, the cost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.candidate import Candidate
+from agent.feedback import Feedback
+from agent.llm.base import Usage
+
+StopReason = Literal[
+    "passed",  # every check passed
+    "score_threshold",  # no external check; the critic's score reached the threshold
+    "max_rounds",  # out of rounds
+    "no_actionable_issue",  # failed, but nothing concrete left to fix
+    "stall",  # the same failure twice in a row, or the refiner kept returning the same answer
+    "budget",  # the task's token budget is spent
+]
+RoundAction = Literal["generate", "refine"]
+# How a candidate of a round was drawn: the first generation, the refiner's answer (greedy or
+# hotter) to the best candidate so far, a hot repair of the last round's runner-up, or a
+# fresh generation that was shown the failing example.
+CandidateOrigin = Literal["generate", "refine", "refine_hot", "refine_alt", "fresh"]
+
+
+class PoolEntry(BaseModel):
+    """One candidate drawn and checked within a round; the round keeps the best of them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    origin: CandidateOrigin
+    temperature: float
+    kind: str  # the verdict's FeedbackKind
+    credit: float | None = None
+    tokens: int = 0
+    chosen: bool = False
+
+
+class RoundRecord(BaseModel):
+    """One attempt: how the candidate was made, every check that ran on it (cheapest first)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    round: int
+    action: RoundAction
+    candidate: Candidate
+    checks: tuple[Feedback, ...]
+    usage: Usage
+    seconds: float
+    # Extra samples drawn because the refiner returned an answer already tried.
+    resamples: int = 0
+    recalled_lesson_ids: tuple[str, ...] = ()
+    # Every candidate checked in this round (the search); `candidate` is the chosen one.
+    pool: tuple[PoolEntry, ...] = ()
+
+    @property
+    def feedback(self) -> Feedback:
+        """The verdict of the round: the last check that ran."""
+        return self.checks[-1]
+
+
+class RunResult(BaseModel):
+    """The outcome of `ReflectiveAgent.run`: also the trajectory a retrospective reads."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    task_id: str
+    scope: str
+    goal: str
+    passed: bool
+    stop_reason: StopReason
+    rounds: tuple[RoundRecord, ...]
+    best_round: int
+    unresolved: tuple[str, ...]
+    usage: Usage
+    seconds: float
+    run_dir: Path | None = None
+
+    @property
+    def best(self) -> Candidate:
+        return self.rounds[self.best_round - 1].candidate
+
+    @property
+    def candidates_checked(self) -> int:
+        """Candidates that went through the checks (a round without a search counts one)."""
+        return sum(max(1, len(r.pool)) for r in self.rounds)
+
+    @property
+    def recalled_lesson_ids(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for record in self.rounds:
+            seen.update(dict.fromkeys(record.recalled_lesson_ids))
+        return tuple(seen)
+
+    def summary(self) -> dict[str, object]:
+        """The machine-readable view printed by `lessonloop run --json`."""
+        return {
+            "run_id": self.run_id,
+            "task_id": self.task_id,
+            "passed": self.passed,
+            "stop_reason": self.stop_reason,
+            "rounds": len(self.rounds),
+            "best_round": self.best_round,
+            "feedback_kinds": [r.feedback.kind for r in self.rounds],
+            "per_round": [
+                {
+                    "round": r.round,
+                    "action": r.action,
+                    "checks": [
+                        {"stage": c.stage, "kind": c.kind, "summary": c.summary} for c in r.checks
+                    ],
+                    "tokens": r.usage.total_tokens,
+                    "seconds": round(r.seconds, 3),
+                    "resamples": r.resamples,
+                    "recalled_lesson_ids": list(r.recalled_lesson_ids),
+                    "candidates": [e.model_dump() for e in r.pool],
+                }
+                for r in self.rounds
+            ],
+            "candidates_checked": self.candidates_checked,
+            "unresolved": list(self.unresolved),
+            "usage": {
+                "prompt_tokens": self.usage.prompt_tokens,
+                "completion_tokens": self.usage.completion_tokens,
+                "total_tokens": self.usage.total_tokens,
+                "calls": self.usage.calls,
+            },
+            "seconds": round(self.seconds, 3),
+            "recalled_lesson_ids": list(self.recalled_lesson_ids),
+            "run_dir": str(self.run_dir) if self.run_dir else None,
+        }

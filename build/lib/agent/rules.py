@@ -1,0 +1,72 @@
+"""Rule checks: the cheapest checks, run before any execution or LLM judgement."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+from agent.candidate import Candidate
+from agent.feedback import Feedback
+from agent.task import Task
+
+MAX_FILE_CHARS = 200_000
+
+
+def rule_check(candidate: Candidate, task: Task) -> Feedback | None:
+    """Return failing feedback for the first broken rule, or None when all rules hold."""
+    for name in task.output:
+        content = candidate.files.get(name)
+        if content is None or not content.strip():
+            return Feedback(
+                kind="check_failed",
+                stage="rule",
+                summary=f"output file {name} is missing",
+                key_message=(
+                    f"the answer must contain {name} as a fenced code block headed by its name"
+                ),
+                issues=(f"{name} was not produced",),
+            )
+        if len(content) > MAX_FILE_CHARS:
+            return Feedback(
+                kind="check_failed",
+                stage="rule",
+                summary=f"{name} is {len(content)} characters (limit {MAX_FILE_CHARS})",
+                issues=(f"{name} is too long",),
+            )
+        problem = _parse_problem(name, content)
+        if problem is not None:
+            return problem
+    if not task.output and not candidate.text.strip():
+        return Feedback(
+            kind="check_failed", stage="rule", summary="empty answer", issues=("empty answer",)
+        )
+    return None
+
+
+def _parse_problem(name: str, content: str) -> Feedback | None:
+    if name.endswith(".py"):
+        try:
+            ast.parse(content, filename=name)
+        except SyntaxError as exc:
+            line = (exc.text or "").rstrip()
+            return Feedback(
+                kind="syntax_error",
+                stage="rule",
+                summary=f"{name}:{exc.lineno}: {exc.msg}",
+                error_type=type(exc).__name__,
+                location=f"{name}:{exc.lineno}",
+                key_message=f"{exc.msg}: {line.strip()}" if line else exc.msg,
+            )
+    elif name.endswith(".json"):
+        try:
+            json.loads(content)
+        except json.JSONDecodeError as exc:
+            return Feedback(
+                kind="syntax_error",
+                stage="rule",
+                summary=f"{name}:{exc.lineno}: {exc.msg}",
+                error_type="JSONDecodeError",
+                location=f"{name}:{exc.lineno}",
+                key_message=exc.msg,
+            )
+    return None

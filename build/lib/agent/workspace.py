@@ -1,0 +1,92 @@
+"""The sandbox's workspace on the host side: safe writes, ownership, links, removal.
+
+Everything here runs in our process, on the directory a container gets bound as
+/workspace: writing the model's files without leaving the workspace, handing the tree to the
+unprivileged sandbox user, removing the links a program left that lead out of it before the
+checker runs, and deleting the tree afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+from pathlib import Path, PurePosixPath
+
+from agent.errors import UnsafePathError
+
+# Where the workspace appears inside the container (links are judged from there).
+SANDBOX_WORKSPACE = PurePosixPath("/workspace")
+
+
+def checked_relpath(name: str) -> str:
+    """The normalised relative path, or UnsafePathError: `name` comes from the model."""
+    path = PurePosixPath(name)
+    if not name or "\0" in name or path.is_absolute() or ".." in path.parts or not path.parts:
+        raise UnsafePathError(
+            f"refusing to write {name!r}: output files must be relative paths inside the "
+            "workspace, without '..'",
+            path=name,
+        )
+    return str(path)
+
+
+def write_inside(ws: Path, rel: str, text: str) -> None:
+    target = ws / rel
+    # resolve() follows symlinks already in the workspace copy; check before mkdir creates
+    # anything, so a link such as `data -> /etc` cannot make us write outside.
+    if not target.resolve().is_relative_to(ws.resolve()):
+        raise UnsafePathError(f"refusing to write {rel!r}: it leads out of the workspace", path=rel)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except (IsADirectoryError, NotADirectoryError, FileExistsError) as exc:
+        raise UnsafePathError(f"cannot write {rel!r}: {exc.strerror}", path=rel) from exc
+
+
+def chown_tree(root: Path, uid: int, gid: int) -> None:
+    os.chown(root, uid, gid)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in (*dirnames, *filenames):
+            os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
+
+
+def make_world_readable(root: Path) -> None:
+    """Add read (and, on directories, search) permission for everyone; never write."""
+    for dirpath, _dirnames, filenames in os.walk(root):
+        os.chmod(dirpath, os.stat(dirpath).st_mode | 0o555)
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                os.chmod(path, os.stat(path).st_mode | 0o444)
+
+
+def remove_escaping_links(ws: Path) -> list[str]:
+    """Delete every symlink under `ws` whose target, seen from inside the container, is not
+    in the workspace; returns them as "name -> target"."""
+    removed: list[str] = []
+    inside = str(SANDBOX_WORKSPACE)
+    for dirpath, dirnames, filenames in os.walk(ws):
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath) / name
+            if not path.is_symlink():
+                continue
+            target = os.readlink(path)
+            seen_from = SANDBOX_WORKSPACE / path.parent.relative_to(ws)
+            resolved = posixpath.normpath(posixpath.join(str(seen_from), target))
+            if resolved != inside and not resolved.startswith(inside + "/"):
+                path.unlink()
+                removed.append(f"{path.relative_to(ws)} -> {target}")
+    return removed
+
+
+def remove_tree(path: Path) -> None:
+    if os.geteuid() != 0:
+        # Generated code may chmod its directories to 0, which stops a non-root rmtree. Top-down
+        # walk: each directory is opened up before the walk descends into it.
+        for dirpath, dirnames, _files in os.walk(path):
+            for name in dirnames:
+                sub = os.path.join(dirpath, name)
+                if not os.path.islink(sub):
+                    os.chmod(sub, 0o700)
+    shutil.rmtree(path)

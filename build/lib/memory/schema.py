@@ -1,0 +1,182 @@
+"""SQL schema (sqlmodel): the source of truth. Rows never leave the package; see `to_*`.
+
+Tables: `lessons`, `runs`, `lesson_uses`, and `memory_meta` (which embedding model built the
+store). JSON columns hold lists (evidence, id lists) so the schema stays portable between
+SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, DateTime, Index, LargeBinary, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from memory.types import Evidence, Lesson, LessonUse, Run
+
+SCHEMA_VERSION = "1"
+
+IndexState = str  # "pending" (SQL written, index not yet) | "indexed"
+INDEX_PENDING = "pending"
+INDEX_DONE = "indexed"
+
+
+def utcnow() -> datetime:
+    """Timezone-aware now; every timestamp in the store is UTC."""
+    return datetime.now(UTC)
+
+
+def _aware(value: datetime) -> datetime:
+    # SQLite drops the tz info on the way back; everything is stored as UTC.
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+class LessonRow(SQLModel, table=True):
+    """A lesson as stored. `dedup_vector` is the root-cause+fix embedding used on write."""
+
+    __tablename__ = "lessons"
+    __table_args__ = (
+        Index("ix_lessons_scope_type_status", "scope", "error_type", "status"),
+        Index("ix_lessons_index_state", "index_state"),
+    )
+
+    id: str = Field(primary_key=True, max_length=64)
+    scope: str = Field(max_length=200)
+    error_type: str = Field(max_length=100)
+    symptom: str
+    root_cause: str
+    fix: str
+    applies_when: str = ""
+    evidence: list[dict[str, str]] = Field(default_factory=list, sa_column=Column(JSON))
+    status: str = Field(default="candidate", max_length=20)
+    seen: int = 1
+    recalled: int = 0
+    helped: int = 0
+    misled: int = 0
+    merged_into: str | None = Field(default=None, max_length=64)
+    merged_from: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+    created_at: datetime = Field(
+        default_factory=utcnow, sa_column=Column(DateTime(timezone=True), nullable=False)
+    )
+    updated_at: datetime = Field(
+        default_factory=utcnow, sa_column=Column(DateTime(timezone=True), nullable=False)
+    )
+    embedding_model: str = Field(default="", max_length=200)
+    # float32 little-endian, L2-normalised embedding of root cause + fix (dedup on write).
+    dedup_vector: bytes = Field(default=b"", sa_column=Column(LargeBinary, nullable=False))
+    index_state: str = Field(default=INDEX_PENDING, max_length=20)
+
+
+class RunRow(SQLModel, table=True):
+    """A task run: outcome, cost, and which lessons it recalled or wrote."""
+
+    __tablename__ = "runs"
+
+    id: str = Field(primary_key=True, max_length=64)
+    task_id: str = ""
+    goal: str = ""
+    scope: str = Field(default="default", max_length=200)
+    passed: bool | None = None
+    rounds: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    recalled_lesson_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+    written_lesson_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+    created_at: datetime = Field(
+        default_factory=utcnow, sa_column=Column(DateTime(timezone=True), nullable=False)
+    )
+
+
+class LessonUseRow(SQLModel, table=True):
+    """One lesson handed to one run at one stage; the outcome is set when the run finishes."""
+
+    __tablename__ = "lesson_uses"
+    __table_args__ = (UniqueConstraint("lesson_id", "run_id", "stage", name="uq_lesson_use"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    lesson_id: str = Field(index=True, max_length=64)
+    run_id: str = Field(index=True, max_length=64)
+    stage: str = Field(max_length=20)
+    outcome: str = Field(default="pending", max_length=20)
+    created_at: datetime = Field(
+        default_factory=utcnow, sa_column=Column(DateTime(timezone=True), nullable=False)
+    )
+
+
+class MetaRow(SQLModel, table=True):
+    """Store-wide facts: schema version, embedding model id and dimension."""
+
+    __tablename__ = "memory_meta"
+
+    key: str = Field(primary_key=True, max_length=100)
+    value: str
+
+
+TABLES: list[Any] = [
+    LessonRow.__table__,  # type: ignore[attr-defined]
+    RunRow.__table__,  # type: ignore[attr-defined]
+    LessonUseRow.__table__,  # type: ignore[attr-defined]
+    MetaRow.__table__,  # type: ignore[attr-defined]
+]
+
+
+def to_lesson(row: LessonRow) -> Lesson:
+    """Frozen domain model from a row (validates status and evidence on the way out)."""
+    return Lesson.model_validate(
+        {
+            "id": row.id,
+            "scope": row.scope,
+            "error_type": row.error_type,
+            "symptom": row.symptom,
+            "root_cause": row.root_cause,
+            "fix": row.fix,
+            "applies_when": row.applies_when,
+            "evidence": tuple(Evidence.model_validate(e) for e in row.evidence or ()),
+            "status": row.status,
+            "seen": row.seen,
+            "recalled": row.recalled,
+            "helped": row.helped,
+            "misled": row.misled,
+            "merged_into": row.merged_into,
+            "merged_from": tuple(row.merged_from or ()),
+            "created_at": _aware(row.created_at),
+            "updated_at": _aware(row.updated_at),
+            "embedding_model": row.embedding_model,
+        }
+    )
+
+
+def to_run(row: RunRow) -> Run:
+    """Frozen domain model from a run row."""
+    return Run(
+        id=row.id,
+        task_id=row.task_id,
+        goal=row.goal,
+        scope=row.scope,
+        passed=row.passed,
+        rounds=row.rounds,
+        prompt_tokens=row.prompt_tokens,
+        completion_tokens=row.completion_tokens,
+        recalled_lesson_ids=tuple(row.recalled_lesson_ids or ()),
+        written_lesson_ids=tuple(row.written_lesson_ids or ()),
+        created_at=_aware(row.created_at),
+    )
+
+
+def to_use(row: LessonUseRow) -> LessonUse:
+    """Frozen domain model from a lesson-use row."""
+    return LessonUse.model_validate(
+        {
+            "lesson_id": row.lesson_id,
+            "run_id": row.run_id,
+            "stage": row.stage,
+            "outcome": row.outcome,
+            "created_at": _aware(row.created_at),
+        }
+    )
+
+
+def evidence_json(evidence: tuple[Evidence, ...] | list[Evidence]) -> list[dict[str, str]]:
+    """Evidence as JSON-able dicts for the `evidence` column."""
+    return [e.model_dump() for e in evidence]

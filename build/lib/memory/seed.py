@@ -1,0 +1,129 @@
+"""Seed a memory with known fixes: plain lesson records through the normal write path.
+
+A user who wants a new assistant to start with what another one (or a person) learned has
+records, not an export: one JSON object per line (JSONL, UTF-8, blank lines ignored),
+
+    {"error_type": "ValueError",
+     "symptom": "float() fails on '$1,299.99'",
+     "root_cause": "money columns carry a currency sign and thousands separators",
+     "fix": "strip the sign and the separators before float()",
+     "applies_when": "CSV exports written for people",       optional, default ""
+     "scope": "billing",                                       optional, default: the import's
+     "status": "candidate" | "validated"}                      optional, default "candidate"
+
+Unlike a restore (`memory.export`), each record is a new write by `Memory.add`: secrets are
+redacted, a record that matches a stored lesson folds into it (`seen` + 1) instead of making a
+duplicate, ids, counters and timestamps are the store's own. "validated" is for fixes a
+person vouches for: recall ranks them up. Unknown keys, missing fields, empty texts and a
+file that is an export (its header line) are refused with the line number; the other lines
+are still written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memory.store import Memory
+from memory.types import AddAction, LessonDraft
+
+SeedProgress = Callable[[int], None]
+
+
+class SeedRecord(BaseModel):
+    """One line of a seed file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+
+    error_type: str = Field(min_length=1, max_length=100)
+    symptom: str = Field(min_length=1)
+    root_cause: str = Field(min_length=1)
+    fix: str = Field(min_length=1)
+    applies_when: str = ""
+    scope: str | None = Field(default=None, min_length=1, max_length=200)
+    status: Literal["candidate", "validated"] = "candidate"
+
+
+class SeedLine(BaseModel):
+    """What became of one line: the action and lesson id, or why it was refused."""
+
+    model_config = ConfigDict(frozen=True)
+
+    line: int
+    action: AddAction | Literal["error"]
+    lesson_id: str | None = None
+    message: str = ""
+
+
+class SeedReport(BaseModel):
+    """Every non-blank line of the file, in order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    lines: tuple[SeedLine, ...]
+
+    def count(self, action: str) -> int:
+        return sum(1 for line in self.lines if line.action == action)
+
+    @property
+    def ok(self) -> bool:
+        """No line was refused as malformed (a folded duplicate is fine)."""
+        return self.count("error") == 0
+
+
+def seed_lessons(
+    memory: Memory,
+    lines: Iterable[str],
+    *,
+    scope: str = "default",
+    progress: SeedProgress | None = None,
+) -> SeedReport:
+    """Add every valid record of `lines` with `Memory.add`; see the module docstring."""
+    done: list[SeedLine] = []
+    for count, (number, text) in enumerate(
+        ((n, t) for n, t in enumerate(lines, start=1) if t.strip()), start=1
+    ):
+        done.append(_seed_line(memory, number, text, scope))
+        if progress is not None:
+            progress(count)
+    return SeedReport(lines=tuple(done))
+
+
+def _seed_line(memory: Memory, number: int, text: str, scope: str) -> SeedLine:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return SeedLine(line=number, action="error", message=f"not JSON: {exc.msg}")
+    if isinstance(data, dict) and "format" in data:
+        return SeedLine(
+            line=number,
+            action="error",
+            message="a header line, not a lesson record (an export must start with its header)",
+        )
+    try:
+        record = SeedRecord.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors()
+        )
+        return SeedLine(line=number, action="error", message=problems)
+    result = memory.add(
+        LessonDraft(
+            scope=record.scope or scope,
+            error_type=record.error_type,
+            symptom=record.symptom,
+            root_cause=record.root_cause,
+            fix=record.fix,
+            applies_when=record.applies_when,
+            status=record.status,
+        )
+    )
+    return SeedLine(
+        line=number,
+        action=result.action,
+        lesson_id=result.lesson.id if result.lesson else None,
+        message=result.reason,
+    )

@@ -1,0 +1,132 @@
+"""Keep the derived vector index in step with SQL: drift check, repair, full rebuild."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+from sqlalchemy import func, update
+from sqlmodel import col, select
+
+from memory.db import Database
+from memory.dedup import dedup_text, index_text, pack
+from memory.embeddings import Embedder
+from memory.index import LessonIndex, Metadata, lesson_metadata
+from memory.schema import INDEX_PENDING, LessonRow
+from memory.types import DriftReport
+from memory.write import LessonWriter
+
+Progress = Callable[[int, int], None]  # (done, total)
+_PAGE = 256
+
+
+def _expected(row: LessonRow) -> Metadata:
+    return lesson_metadata(row.scope, row.error_type, row.status, row.embedding_model)
+
+
+def _rows_by_id(db: Database, ids: Sequence[str]) -> list[LessonRow]:
+    rows: list[LessonRow] = []
+    with db.read() as session:
+        for start in range(0, len(ids), _PAGE):
+            chunk = list(ids[start : start + _PAGE])
+            rows.extend(session.exec(select(LessonRow).where(col(LessonRow.id).in_(chunk))).all())
+    return rows
+
+
+def _all_rows(db: Database) -> Iterator[list[LessonRow]]:
+    # Keyset pagination: stable under concurrent inserts, constant memory.
+    last = ""
+    while True:
+        with db.read() as session:
+            page = list(
+                session.exec(
+                    select(LessonRow)
+                    .where(LessonRow.id > last)
+                    .order_by(col(LessonRow.id))
+                    .limit(_PAGE)
+                ).all()
+            )
+        if not page:
+            return
+        yield page
+        last = page[-1].id
+
+
+def check(
+    db: Database, index: LessonIndex, writer: LessonWriter, embedder: Embedder, *, repair: bool
+) -> DriftReport:
+    """Compare SQL and the index; with `repair`, make the index match SQL."""
+    # Index first, SQL second: a lesson committed in between is then "missing" (harmless to
+    # re-add), never a false "orphan" (which repair would delete).
+    in_index = dict(index.entries())
+    pending: list[str] = []
+    missing: list[str] = []
+    drift: list[str] = []
+    sql_ids: set[str] = set()
+    for page in _all_rows(db):
+        for row in page:
+            sql_ids.add(row.id)
+            if row.index_state == INDEX_PENDING:
+                pending.append(row.id)
+            elif row.id not in in_index:
+                missing.append(row.id)
+            elif in_index[row.id].get("scope") != row.scope:
+                missing.append(row.id)  # in the wrong scope collection: re-add it
+            elif in_index[row.id] != _expected(row):
+                drift.append(row.id)
+    orphans = sorted(set(in_index) - sql_ids)
+    if repair:
+        moved = [i for i in missing if i in in_index]
+        index.delete(moved)
+        to_index = _rows_by_id(db, pending + missing)
+        vectors = embedder.embed([index_text(r.symptom, r.root_cause) for r in to_index])
+        writer.index_rows(to_index, {r.id: v for r, v in zip(to_index, vectors, strict=True)})
+        drifted = _rows_by_id(db, drift)
+        index.update_metadata([r.id for r in drifted], [_expected(r) for r in drifted])
+        index.delete(orphans)
+    return DriftReport(
+        pending=tuple(pending),
+        missing_in_index=tuple(missing),
+        orphans_in_index=tuple(orphans),
+        metadata_drift=tuple(drift),
+        repaired=repair,
+    )
+
+
+def reindex(
+    db: Database,
+    index: LessonIndex,
+    writer: LessonWriter,
+    embedder: Embedder,
+    *,
+    reembed: bool = False,
+    progress: Progress | None = None,
+) -> int:
+    """Rebuild the index from SQL; with `reembed`, also recompute dedup vectors (model change).
+
+    Returns the number of lessons indexed.
+    """
+    index.reset()
+    with db.read() as session:
+        total = session.exec(select(func.count()).select_from(LessonRow)).one()
+    done = 0
+    for page in _all_rows(db):
+        if reembed:
+            dedup = embedder.embed([dedup_text(r.root_cause, r.fix) for r in page])
+            with db.write() as session:
+                for row, vec in zip(page, dedup, strict=True):
+                    session.execute(
+                        update(LessonRow)
+                        .where(col(LessonRow.id) == row.id)
+                        .values(
+                            dedup_vector=pack(vec),
+                            embedding_model=embedder.model_id,
+                            index_state=INDEX_PENDING,
+                        )
+                    )
+                    row.embedding_model = embedder.model_id
+        vectors = embedder.embed([index_text(r.symptom, r.root_cause) for r in page])
+        writer.index_rows(page, {r.id: v for r, v in zip(page, vectors, strict=True)})
+        done += len(page)
+        if progress is not None:
+            progress(done, total)
+    return done

@@ -1,0 +1,1 @@
+"""After a task: turn what happened into typed lessons; periodically consolidate them."""

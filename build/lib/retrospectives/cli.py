@@ -1,0 +1,167 @@
+"""`lessonloop consolidate` and `lessonloop review`: parse, call the public API, print.
+
+Mount with `app.add_typer(retro_app)` or `app.command()(consolidate_cmd)`; see `retro_app`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agent.errors import LessonloopError
+from agent.llm.base import LLM
+from agent.llm.resolve import resolve_llm
+from agent.session import open_memory
+from agent.settings import Settings
+from memory.embeddings import Embedder
+from memory.errors import LessonMemoryError
+from memory.lift import LessonLift, clear_flag, flags
+from retrospectives.consolidate import ConsolidationConfig, ConsolidationReport, Consolidator
+from retrospectives.lift import apply_lift
+from retrospectives.worker import parse_duration, run_periodic, stop_on_signals
+
+retro_app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+out = Console()
+err = Console(stderr=True)
+
+
+def _embedder(ctx: typer.Context) -> Embedder | None:
+    # Tests (and embedding apps) inject another embedder through the typer context object.
+    obj = ctx.obj if isinstance(ctx.obj, dict) else {}
+    found = obj.get("embedder")
+    return found if isinstance(found, Embedder) else None
+
+
+def _llm(settings: Settings, use_model: bool) -> LLM | None:
+    return resolve_llm(settings.teacher_model, settings) if use_model else None
+
+
+def _report_json(report: ConsolidationReport) -> str:
+    return report.model_dump_json(indent=2)
+
+
+def _print_report(report: ConsolidationReport) -> None:
+    out.print(
+        f"[bold]consolidation[/] {'full' if report.full else 'incremental'}: "
+        f"{report.new_lessons} new lessons in {report.buckets} buckets -> "
+        f"{len(report.merges)} merges ({report.conflicts} conflicts, {report.fallbacks} "
+        f"without the model){' [yellow]stopped early[/]' if report.stopped_early else ''}"
+    )
+    out.print(
+        f"[dim]embed {report.seconds_embed:.2f}s, cluster {report.seconds_cluster:.2f}s, "
+        f"write {report.seconds_write:.2f}s[/]"
+    )
+    for merge in report.merges:
+        out.print(
+            f"  {merge.id}: {len(merge.member_ids)} -> {merge.canonical_id} ({merge.written_by})"
+        )
+
+
+@retro_app.command("consolidate")
+def consolidate_cmd(
+    ctx: typer.Context,
+    every: Annotated[str | None, typer.Option("--every", help="Run periodically, e.g. 10m")] = None,
+    undo_id: Annotated[str | None, typer.Option("--undo", help="Undo the merge MERGE_ID")] = None,
+    full: Annotated[bool, typer.Option("--full", help="Re-cluster every lesson")] = False,
+    use_model: Annotated[
+        bool, typer.Option("--model/--no-model", help="Model writes canonicals")
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Merge lessons that share a root cause (reversible: --undo MERGE_ID)."""
+    try:
+        settings = Settings.from_env()
+        with open_memory(settings, _embedder(ctx)) as memory:
+            if undo_id is not None:
+                record = Consolidator(memory, llm=None).undo(undo_id)
+                if as_json:
+                    sys.stdout.write(record.model_dump_json(indent=2) + "\n")
+                else:
+                    out.print(f"undone {record.id}: {len(record.member_ids)} lessons restored")
+                return
+            consolidator = Consolidator(
+                memory, llm=_llm(settings, use_model), config=ConsolidationConfig(full=full)
+            )
+
+            def show(report: ConsolidationReport) -> None:
+                if as_json:
+                    sys.stdout.write(_report_json(report) + "\n")
+                else:
+                    _print_report(report)
+                apply_lift(memory)  # the periodic job also validates, flags and decays
+
+            if every is None:
+                show(consolidator.run())
+                return
+            stop = threading.Event()
+            with stop_on_signals(stop):
+                run_periodic(
+                    consolidator,
+                    parse_duration(every),
+                    stop,
+                    on_report=show,
+                    on_busy=lambda e: err.print(f"[yellow]busy:[/] {e}"),
+                )
+    except (LessonloopError, LessonMemoryError, ValueError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+
+
+@retro_app.command("review")
+def review_cmd(
+    ctx: typer.Context,
+    keep: Annotated[list[str] | None, typer.Option("--keep", help="Clear the flag of ID")] = None,
+    deprecate: Annotated[list[str] | None, typer.Option("--deprecate", help="Deprecate ID")] = None,
+    validate: Annotated[list[str] | None, typer.Option("--validate", help="Validate ID")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Lessons flagged for review (recalled into failing runs), with their lift."""
+    try:
+        with open_memory(Settings.from_env(), _embedder(ctx)) as memory:
+            report = apply_lift(memory)
+            for lesson_id in keep or ():
+                clear_flag(memory.db, lesson_id)
+            for lesson_id in deprecate or ():
+                memory.set_status(lesson_id, "deprecated")
+                clear_flag(memory.db, lesson_id)
+            for lesson_id in validate or ():
+                memory.set_status(lesson_id, "validated")
+                clear_flag(memory.db, lesson_id)
+            open_flags = flags(memory.db)
+    except (LessonloopError, LessonMemoryError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    lifts = {s.lesson_id: s for s in report.lifts}
+    if as_json:
+        rows = [
+            {**f.model_dump(mode="json"), "lift": _lift_json(lifts.get(f.lesson_id))}
+            for f in open_flags
+        ]
+        sys.stdout.write(
+            json.dumps(
+                {"flagged": rows, "validated": report.validated, "decayed": report.decayed},
+                indent=2,
+            )
+            + "\n"
+        )
+        return
+    table = Table(title=f"{len(open_flags)} lesson(s) flagged for review")
+    for column in ("lesson", "n", "pass rate [95% CI]", "baseline", "reason"):
+        table.add_column(column)
+    for f in open_flags:
+        s = lifts.get(f.lesson_id)
+        rate = f"{s.passed}/{s.n} [{s.low:.2f}, {s.high:.2f}]" if s else "-"
+        base = f"{s.baseline_passed}/{s.baseline_n} ({s.baseline_kind})" if s else "-"
+        table.add_row(f.lesson_id, str(s.n if s else 0), rate, base, f.reason)
+    out.print(table)
+    out.print(f"validated now: {len(report.validated)}; decayed now: {len(report.decayed)}")
+
+
+def _lift_json(s: LessonLift | None) -> dict[str, object] | None:
+    return s.model_dump(mode="json") if s else None

@@ -1,0 +1,206 @@
+"""The deterministic part of a retrospective: what the trajectory itself proves, no model.
+
+From a `RunResult` we read every failure the run hit (grouped by kind + error type, from
+the real traceback/check output in `Feedback`), which round made it go away, the bounded
+unified diff between the last candidate that showed it and the one after, and the
+refiner's own "Root cause:"/"Fix:" lines. The model only adds interpretation on top.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.candidate import Candidate
+from agent.feedback import Feedback
+from agent.result import RoundRecord, RunResult
+from agent.stopping import actionable
+from memory.redact import redact
+
+_ROOT_CAUSE_LINE = re.compile(r"^\W*root cause\W*[:：]\s*(.+)$", re.IGNORECASE | re.MULTILINE)
+
+
+class FailureStep(BaseModel):
+    """One kind of failure in a run: where it showed, what it cost, what made it go away."""
+
+    model_config = ConfigDict(frozen=True)
+
+    feedback: Feedback  # the last occurrence: the freshest evidence
+    rounds: tuple[int, ...]
+    tokens: int
+    # The round whose candidate no longer showed this failure; None: never resolved.
+    fixed_in: int | None
+    diff: str = ""
+    fix_note: str | None = None
+    # The refiner's own "Root cause:" line of the fixing round, when it wrote one.
+    stated_cause: str | None = None
+
+    @property
+    def resolved(self) -> bool:
+        """True when a later round no longer showed this failure."""
+        return self.fixed_in is not None
+
+    @property
+    def identity(self) -> str:
+        """Kind plus error type: what counts as "the same failure" across rounds."""
+        return failure_identity(self.feedback)
+
+
+def failure_identity(feedback: Feedback) -> str:
+    """ "runtime_error/KeyError", "check_failed": rounds sharing it show the same failure."""
+    return feedback.kind + (f"/{feedback.error_type}" if feedback.error_type else "")
+
+
+def lesson_error_type(feedback: Feedback) -> str:
+    """The error type a lesson is filed under: the exception name, else the feedback kind.
+
+    The loop's reflection recall filters on both (`error_type`, `kind`), so either matches.
+    """
+    return feedback.error_type or feedback.kind
+
+
+def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[FailureStep]:
+    """Every actionable failure of the run, in order of first appearance.
+
+    A critic verdict that could not be read, or a rejection naming no issue, is no evidence
+    of a defect and yields no step.
+    """
+    rounds = result.rounds
+    groups: dict[str, list[RoundRecord]] = {}
+    for record in rounds:
+        verdict = record.feedback
+        if verdict.passed or not actionable(verdict) or _format_slip(verdict):
+            continue
+        groups.setdefault(failure_identity(verdict), []).append(record)
+    # Only a candidate that passed shows what fixed a failure: a later round that merely
+    # failed differently (a KeyError swallowed by try/except) taught nothing worth keeping.
+    passing = next((r for r in rounds if r.feedback.passed), None)
+    steps: list[FailureStep] = []
+    for records in groups.values():
+        last = records[-1]
+        nxt = rounds[last.round] if last.round < len(rounds) else None
+        after = passing if passing is not None and passing.round > last.round else None
+        steps.append(
+            FailureStep(
+                feedback=last.feedback,
+                rounds=tuple(r.round for r in records),
+                tokens=sum(r.usage.total_tokens for r in records),
+                fixed_in=after.round if after is not None else None,
+                diff=candidate_diff(last.candidate, after.candidate, diff_max_lines)
+                if after is not None
+                else "",
+                fix_note=after.candidate.fix_note if after is not None else None,
+                stated_cause=stated_cause(nxt.candidate.text) if nxt is not None else None,
+            )
+        )
+    return steps
+
+
+def _format_slip(feedback: Feedback) -> bool:
+    """A rule check found no output file: the model broke the answer format, not the task."""
+    return feedback.stage == "rule" and feedback.kind == "check_failed"
+
+
+def candidate_diff(before: Candidate, after: Candidate, max_lines: int = 40) -> str:
+    """Unified diff (1 line of context) between two candidates, cut at `max_lines` lines."""
+    lines: list[str] = []
+    if before.files or after.files:
+        for name in sorted(set(before.files) | set(after.files)):
+            old, new = before.files.get(name, ""), after.files.get(name, "")
+            lines.extend(
+                difflib.unified_diff(
+                    old.splitlines(), new.splitlines(), f"a/{name}", f"b/{name}", n=1, lineterm=""
+                )
+            )
+    else:
+        lines.extend(
+            difflib.unified_diff(
+                before.text.splitlines(), after.text.splitlines(), "a", "b", n=1, lineterm=""
+            )
+        )
+    if len(lines) > max_lines:
+        cut = len(lines) - max_lines
+        lines = [*lines[:max_lines], f"... ({cut} more diff lines)"]
+    return "\n".join(line[:200] for line in lines)
+
+
+def diff_summary(diff: str, *, limit: int = 300) -> str:
+    """A one-line account of a diff: "replace `a` with `b`", "add `c`"; "" for no change.
+
+    Comments, docstrings and bare string lines are skipped: they say what code does, the
+    code lines are the change itself.
+    """
+    removed = [ln[1:].strip() for ln in diff.splitlines() if _is_change(ln, "-")]
+    added = [ln[1:].strip() for ln in diff.splitlines() if _is_change(ln, "+")]
+    removed, added = [r for r in removed if _is_code(r)][:3], [a for a in added if _is_code(a)][:3]
+    old, new = "; ".join(f"`{r}`" for r in removed), "; ".join(f"`{a}`" for a in added)
+    if removed and added:
+        text = f"replace {old} with {new}"
+    elif added:
+        text = f"add {new}"
+    elif removed:
+        text = f"remove {old}"
+    else:
+        return ""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _is_code(line: str) -> bool:
+    """Not blank, a comment, or a line that is nothing but a string (a docstring's).
+
+    A dict entry such as `"total": sum(...),` starts with a string and is code.
+    """
+    if not line or line.startswith("#") or line.startswith(('"""', "'''")):
+        return False
+    try:
+        tree = ast.parse(line)
+    except SyntaxError:
+        return True  # a fragment of a statement: code
+    only = tree.body[0] if len(tree.body) == 1 else None
+    return not (
+        isinstance(only, ast.Expr)
+        and isinstance(only.value, ast.Constant)
+        and isinstance(only.value.value, str | bytes)
+    )
+
+
+def _is_change(line: str, sign: str) -> bool:
+    return line.startswith(sign) and not line.startswith(sign * 3)
+
+
+def stated_cause(reply: str) -> str | None:
+    """The "Root cause: ..." line a refiner reply starts with, if any."""
+    match = _ROOT_CAUSE_LINE.search(reply)
+    return match.group(1).strip()[:300] if match else None
+
+
+def symptom_of(feedback: Feedback, *, limit: int = 300) -> str:
+    """What was observed, in the words of the check: kind, error type, place, message."""
+    text = feedback.kind.replace("_", " ")
+    if feedback.error_type:
+        text += f" {feedback.error_type}"
+    if feedback.location:
+        text += f" at {feedback.location}"
+    detail = feedback.key_message or (feedback.issues[0] if feedback.issues else "")
+    if not detail and feedback.summary.strip():
+        detail = feedback.summary.strip().splitlines()[0]
+    if detail:
+        text += f": {detail}"
+    if feedback.failing_example:
+        text += f" (failing example: {feedback.failing_example})"
+    # Redact before clipping: a secret cut in half no longer matches the redaction patterns.
+    return _clip(redact(" ".join(text.split())), limit)
+
+
+def excerpt_of(feedback: Feedback, rounds: Sequence[int], *, limit: int = 300) -> str:
+    """A short log excerpt for the evidence: the rounds and the compressed check output."""
+    where = "round " + ", ".join(str(r) for r in rounds)
+    return _clip(redact(f"{where}: " + " | ".join(feedback.compressed().splitlines())), limit)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,117 @@
+"""After a run: settle lesson use, write the lessons, update lift, maybe trigger consolidation.
+
+This is what `lessonloop run` calls once `ReflectiveAgent.run` returned:
+
+    report = learn(result, memory=memory, retrospective=Retrospective(llm))
+
+Order matters: the run's outcome is stored first (so recalled lessons get helped/misled),
+then drafts are added (redacted, deduplicated, recall-loop guarded by the memory), then the
+lessons the run recalled are re-scored (a candidate that just helped becomes validated),
+and last, if enough lessons wait for one, a consolidation pass runs (`AutoConsolidation`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.llm.base import LLM
+from agent.result import RunResult
+from memory.store import Memory
+from memory.types import AddResult
+from retrospectives.consolidate import (
+    ConsolidationConfig,
+    ConsolidationReport,
+    Consolidator,
+    ensure_tables,
+)
+from retrospectives.errors import ConsolidationBusyError
+from retrospectives.extract import RetroOutcome, Retrospective
+from retrospectives.lift import LiftPolicy, LiftReport, apply_lift
+from retrospectives.vectors import unprocessed_count
+
+
+class LearnReport(BaseModel):
+    """What learning from one run did."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    retro: RetroOutcome
+    added: tuple[AddResult, ...]
+    lift: LiftReport
+    consolidation: ConsolidationReport | None = None  # the pass this run triggered, if any
+
+    @property
+    def created_ids(self) -> tuple[str, ...]:
+        """Ids of lessons this run created (not folded into existing ones, not rejected)."""
+        return tuple(a.lesson.id for a in self.added if a.action == "created" and a.lesson)
+
+
+@dataclass(frozen=True)
+class AutoConsolidation:
+    """The store-side trigger: a pass once `every` lessons wait for one.
+
+    "Waiting" is read from SQL (active lessons no pass has processed yet, see
+    `retrospectives.vectors.unprocessed_count`), not counted in this process, so lessons
+    written by separate `lessonloop run` processes add up, and a pass from any source
+    (`lessonloop consolidate`, the worker, this trigger) resets the count.
+    """
+
+    every: int
+    llm: LLM | None  # writes the canonicals; None: the deterministic fallback
+    config: ConsolidationConfig | None = None
+
+    def __post_init__(self) -> None:
+        if self.every < 1:
+            raise ValueError("every must be >= 1")
+
+
+def maybe_consolidate(memory: Memory, auto: AutoConsolidation) -> ConsolidationReport | None:
+    """Run one pass if at least `auto.every` lessons wait; None if not due or another pass runs."""
+    ensure_tables(memory)
+    if unprocessed_count(memory) < auto.every:
+        return None
+    try:
+        return Consolidator(memory, llm=auto.llm, config=auto.config).run()
+    except ConsolidationBusyError:
+        return None  # a pass is already running and will see these lessons
+
+
+def learn(
+    result: RunResult,
+    *,
+    memory: Memory,
+    retrospective: Retrospective,
+    policy: LiftPolicy | None = None,
+    consolidation: AutoConsolidation | None = None,
+) -> LearnReport:
+    """Record the run's outcome, add its lessons, update the lift of what it recalled.
+
+    With `consolidation`, a pass follows when enough lessons wait for one.
+    """
+    memory.record_run(result.run_id, task_id=result.task_id, goal=result.goal, scope=result.scope)
+    memory.finish_run(
+        result.run_id,
+        result.passed,
+        rounds=len(result.rounds),
+        prompt_tokens=result.usage.prompt_tokens,
+        completion_tokens=result.usage.completion_tokens,
+    )
+    outcome = retrospective.analyse(result)
+    added = memory.add_many(list(outcome.drafts), run_id=result.run_id)
+    recalled = list(result.recalled_lesson_ids)
+    lift = apply_lift(memory, policy, lesson_ids=recalled) if recalled else _empty_lift()
+    merged = maybe_consolidate(memory, consolidation) if consolidation is not None else None
+    return LearnReport(
+        run_id=result.run_id,
+        retro=outcome,
+        added=tuple(added),
+        lift=lift,
+        consolidation=merged,
+    )
+
+
+def _empty_lift() -> LiftReport:
+    return LiftReport(lifts=(), validated=(), flagged=(), decayed=())

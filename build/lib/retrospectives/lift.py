@@ -1,0 +1,116 @@
+"""Lift policy: validate lessons that helped, flag ones that mislead, decay stale ones.
+
+The statistics come from `memory.lift.lesson_lift` (SQL truth: uses and run outcomes); this
+module only decides, in a pure function (`decide`), and then applies the decisions through
+the memory's public API, so a status change also reaches the vector index.
+
+- validate: a candidate given to at least `validate_min_passed` finished runs that passed
+  (its fix was re-executed and passed); never while it is flagged.
+- flag for review: at least `flag_min_failed` failing runs and a Wilson upper bound of its
+  pass rate below `flag_max_high`, i.e. confidently recalled into failures. Flags are
+  rows in `lesson_reviews`; recall ranks these lessons down through `misled`.
+- decay: not used (nor refreshed by a duplicate sighting) for `stale_days`: a validated
+  lesson drops to candidate, a candidate to deprecated. Merged/deprecated are left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory import lift as stats
+from memory.lift import LessonLift
+from memory.schema import utcnow
+from memory.store import Memory
+from memory.types import LessonStatus
+
+
+class LiftPolicy(BaseModel):
+    """Thresholds of the lift policy."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    validate_min_passed: int = Field(default=1, ge=1)
+    flag_min_failed: int = Field(default=3, ge=1)
+    flag_max_high: float = Field(default=0.6, gt=0, le=1)
+    stale_days: float = Field(default=90.0, gt=0)
+
+
+class Decisions(BaseModel):
+    """What the policy wants done, by lesson id."""
+
+    model_config = ConfigDict(frozen=True)
+
+    validate_ids: tuple[str, ...] = ()
+    flag: tuple[tuple[str, str], ...] = ()  # (lesson id, reason)
+    demote: tuple[tuple[str, LessonStatus], ...] = ()  # (lesson id, new status)
+
+
+class LiftReport(BaseModel):
+    """The statistics and what was changed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    lifts: tuple[LessonLift, ...]
+    validated: tuple[str, ...]
+    flagged: tuple[str, ...]
+    decayed: tuple[str, ...]
+
+
+def decide(
+    lifts: Sequence[LessonLift], policy: LiftPolicy, *, now: datetime, flagged: set[str]
+) -> Decisions:
+    """The policy of the module docstring, as a pure function."""
+    validate: list[str] = []
+    flag: list[tuple[str, str]] = []
+    demote: list[tuple[str, LessonStatus]] = []
+    stale_before = now - timedelta(days=policy.stale_days)
+    for s in lifts:
+        failed = s.n - s.passed
+        bad = failed >= policy.flag_min_failed and s.high < policy.flag_max_high
+        if bad and s.lesson_id not in flagged:
+            reason = (
+                f"recalled in {failed} failing of {s.n} runs "
+                f"(pass rate {s.passed}/{s.n}, 95% upper bound {s.high:.2f})"
+            )
+            flag.append((s.lesson_id, reason))
+        elif (
+            s.status == "candidate"
+            and s.passed >= policy.validate_min_passed
+            and not bad
+            and s.lesson_id not in flagged
+        ):
+            validate.append(s.lesson_id)
+            continue
+        last = max(s.updated_at, s.last_used) if s.last_used else s.updated_at
+        if last < stale_before and s.status in ("validated", "candidate"):
+            demote.append((s.lesson_id, "candidate" if s.status == "validated" else "deprecated"))
+    return Decisions(validate_ids=tuple(validate), flag=tuple(flag), demote=tuple(demote))
+
+
+def apply_lift(
+    memory: Memory,
+    policy: LiftPolicy | None = None,
+    *,
+    lesson_ids: Sequence[str] | None = None,
+    now: datetime | None = None,
+) -> LiftReport:
+    """Compute lift for `lesson_ids` (default: all active lessons) and apply the policy."""
+    policy = policy or LiftPolicy()
+    stats.ensure_tables(memory.db)
+    lifts = stats.lesson_lift(memory.db, lesson_ids)
+    flagged = stats.flagged_ids(memory.db, [s.lesson_id for s in lifts])
+    decisions = decide(lifts, policy, now=now or utcnow(), flagged=flagged)
+    for lesson_id in decisions.validate_ids:
+        memory.set_status(lesson_id, "validated")
+    flagged_now = [i for i, reason in decisions.flag if stats.flag(memory.db, i, reason)]
+    for lesson_id, status in decisions.demote:
+        memory.set_status(lesson_id, status)
+    return LiftReport(
+        lifts=tuple(lifts),
+        validated=decisions.validate_ids,
+        flagged=tuple(flagged_now),
+        decayed=tuple(i for i, _ in decisions.demote),
+    )

@@ -1,0 +1,66 @@
+"""Reads of lessons by id and by filter (SQL, the source of truth)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import col, select
+
+from memory.db import Database
+from memory.errors import LessonNotFoundError
+from memory.schema import LessonRow, to_lesson
+from memory.types import Lesson, LessonFilter, Page
+
+_SQL_CHUNK = 900  # SQLite caps the bound parameters of one statement
+
+
+def get(db: Database, lesson_id: str) -> Lesson:
+    """One lesson by id; `LessonNotFoundError` if there is none."""
+    with db.read() as session:
+        row = session.get(LessonRow, lesson_id)
+        if row is None:
+            raise LessonNotFoundError(f"no lesson {lesson_id!r}")
+        return to_lesson(row)
+
+
+def get_many(db: Database, lesson_ids: Sequence[str]) -> list[Lesson]:
+    """The lessons of `lesson_ids` that exist, in that order."""
+    found: dict[str, Lesson] = {}
+    for start in range(0, len(lesson_ids), _SQL_CHUNK):
+        chunk = list(lesson_ids[start : start + _SQL_CHUNK])
+        with db.read() as session:
+            rows = session.exec(select(LessonRow).where(col(LessonRow.id).in_(chunk))).all()
+            found.update((r.id, to_lesson(r)) for r in rows)
+    return [found[i] for i in lesson_ids if i in found]
+
+
+def list_lessons(db: Database, where: LessonFilter) -> Page[Lesson]:
+    """A page of lessons matching the filter, with the total count."""
+    conditions: list[Any] = []
+    if where.scope is not None:
+        conditions.append(LessonRow.scope == where.scope)
+    if where.error_type is not None:
+        conditions.append(LessonRow.error_type == where.error_type)
+    if where.status:
+        conditions.append(col(LessonRow.status).in_(list(where.status)))
+    sort_col = col(getattr(LessonRow, where.sort))
+    ids = col(LessonRow.id)
+    order = [sort_col.desc(), ids.desc()] if where.descending else [sort_col.asc(), ids.asc()]
+    with db.read() as session:
+        total = session.exec(select(func.count()).select_from(LessonRow).where(*conditions)).one()
+        # Ids first, then the page's rows: a sort without an index then orders narrow
+        # (key, id) pairs, not whole rows with their vectors.
+        page = session.exec(
+            select(LessonRow.id)
+            .where(*conditions)
+            .order_by(*order)
+            .offset(where.offset)
+            .limit(where.limit)
+        ).all()
+        rows = {
+            r.id: r for r in session.exec(select(LessonRow).where(col(LessonRow.id).in_(page)))
+        }
+        items = tuple(to_lesson(rows[i]) for i in page if i in rows)
+    return Page[Lesson](items=items, total=total, offset=where.offset, limit=where.limit)

@@ -1,0 +1,48 @@
+"""agent/console/trajectory.py: diffs between rounds, a missing or broken trajectory.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.candidate import Candidate
+from agent.console.trajectory import TrajectoryError, diff_files, load, rounds
+from tests.retro.builders import CRASH, GOOD, OK, VALUE_ERROR, candidate, record, run
+
+
+def test_first_round_shows_whole_files_later_rounds_the_change() -> None:
+    first, second = candidate(CRASH), candidate(GOOD, note="strip the dollar sign")
+    (whole,) = diff_files(None, first)
+    assert all(line.startswith(("+", "---", "@@")) for line in whole.lines)
+    (change,) = diff_files(first, second)
+    assert [
+        line for line in change.lines if line.startswith(("-", "+")) and line[1:2] != line[:1]
+    ] == [
+        "-total = sum(float(r[1]) for r in rows)",
+        "+total = sum(float(r[1].strip().lstrip('$')) for r in rows)",
+    ]
+    assert diff_files(second, second) == ()  # unchanged: nothing to show
+    dropped = diff_files(
+        Candidate(files={"a.py": "x", "b.py": "y"}, text=""),
+        Candidate(files={"a.py": "x"}, text=""),
+    )
+    assert [d.name for d in dropped] == ["b.py"]
+
+
+def test_rounds_carry_checks_lessons_and_notes() -> None:
+    result = run(
+        record(1, candidate(CRASH), VALUE_ERROR, ("les_a",)),
+        record(2, candidate(GOOD, "strip"), OK),
+    )
+    one, two = rounds(result)
+    assert one.recalled_lesson_ids == ("les_a",) and one.checks[0].kind == "runtime_error"
+    assert two.fix_note == "strip" and two.diffs[0].name == "solution.py"
+
+
+def test_a_missing_or_broken_trajectory_says_why(tmp_path: Path) -> None:
+    with pytest.raises(TrajectoryError, match="does not exist"):
+        load(tmp_path)
+    (tmp_path / "trajectory.json").write_text("{not json")
+    with pytest.raises(TrajectoryError, match="cannot be read"):
+        load(tmp_path)

@@ -1,0 +1,221 @@
+"""Contract suite, continued: merges, undo, root-cause vectors, the lease, review flags.
+
+Every test runs against every store kind (SQLite + embedded chromadb; PostgreSQL + a Chroma
+server started by the fixtures). Plans are written by hand here: what to merge is
+consolidation's decision (tests/retro), how a merge is stored is the memory's contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from memory_servers import StoreSpec
+
+from memory import (
+    HashEmbedder,
+    Lesson,
+    LessonDraft,
+    LessonNotFoundError,
+    LessonQuery,
+    Memory,
+    MemoryConfigError,
+    faults,
+)
+from memory.lease import LeaseLostError
+from memory.merges import MergeConflictError, MergeNotFoundError, MergePlan
+from memory.migrate import SCHEMA_VERSION
+
+
+def draft(n: int, *, error_type: str = "ValueError") -> LessonDraft:
+    return LessonDraft(
+        error_type=error_type,
+        symptom=f"alpha{n} bravo{n} charlie{n} failed",
+        root_cause=f"delta{n} echo{n} foxtrot{n}",
+        fix=f"golf{n} hotel{n} india{n}",
+    )
+
+
+def add(store: Memory, *ns: int) -> list[Lesson]:
+    out = []
+    for n in ns:
+        lesson = store.add(draft(n)).lesson
+        assert lesson is not None
+        out.append(lesson)
+    return out
+
+
+def plan(
+    lessons: Sequence[Lesson], *, canonical: Lesson | None = None, text: int = 99
+) -> MergePlan:
+    """Merge `lessons` into a new canonical (or into `canonical`) whose words are `text`."""
+    touched = [*([canonical] if canonical else []), *lessons]
+    return MergePlan(
+        scope="default",
+        error_type="ValueError",
+        canonical_id=canonical.id if canonical else None,
+        leader_id=touched[0].id,
+        member_ids=tuple(x.id for x in lessons),
+        expected={x.id: x.updated_at for x in touched},
+        symptom=f"alpha{text} bravo{text} charlie{text} failed",
+        root_cause=f"delta{text} echo{text} foxtrot{text}",
+        fix=f"golf{text} hotel{text} india{text}",
+        applies_when="",
+        status="candidate",
+        seen=sum(x.seen for x in touched),
+        recalled=0,
+        helped=0,
+        misled=0,
+        evidence=(),
+        merged_from=tuple(x.id for x in touched if canonical is None or x.id != canonical.id),
+        written_by="test",
+    )
+
+
+def found(store: Memory, n: int) -> list[str]:
+    query = LessonQuery(text=f"alpha{n} bravo{n} charlie{n} delta{n} echo{n}")
+    return [s.lesson.id for s in store.recall(query)]
+
+
+def test_a_merge_writes_sql_and_index_together(store: Memory) -> None:
+    a, b = add(store, 1, 2)
+    store.embed_root_causes()
+    record = store.apply_merge(plan([a, b]))
+    assert record is not None and record.created_canonical and record.written_by == "test"
+    canonical = store.get(record.canonical_id)
+    assert canonical.merged_from == (a.id, b.id) and canonical.seen == 2
+    for member in (a, b):
+        merged = store.get(member.id)
+        assert (merged.status, merged.merged_into) == ("merged", canonical.id)
+    assert store.check().clean  # the index follows SQL: no pending row, no drift
+    assert found(store, 99) == [canonical.id]
+    assert found(store, 1) == [] and found(store, 2) == []  # merged lessons are not recalled
+    assert [m.id for m in store.list_merges()] == [record.id]
+    # The canonical stands for its cluster in later passes: processed, with the leader's vector.
+    assert store.unprocessed_count() == 0
+
+
+def test_a_stale_plan_changes_nothing(store: Memory) -> None:
+    a, b = add(store, 1, 2)
+    stale = plan([a, b])
+    store.update(a.id, fix="a person edited this fix")
+    assert store.apply_merge(stale) is None
+    assert store.get(b.id).status == "candidate" and store.list_merges() == []
+    assert store.check().clean
+
+
+def test_undo_restores_exactly_and_only_once(store: Memory) -> None:
+    a, b = add(store, 1, 2)
+    before = {x.id: store.get(x.id) for x in (a, b)}
+    record = store.apply_merge(plan([a, b]))
+    assert record is not None
+    undone = store.undo_merge(record.id)
+    assert undone.undone_at is not None
+    assert {x.id: store.get(x.id) for x in (a, b)} == before
+    with pytest.raises(LessonNotFoundError):
+        store.get(record.canonical_id)
+    assert store.check().clean
+    assert found(store, 1) == [a.id] and found(store, 99) == []
+    with pytest.raises(MergeConflictError, match="already undone"):
+        store.undo_merge(record.id)
+    with pytest.raises(MergeNotFoundError):
+        store.undo_merge("mrg_missing")
+
+
+def test_a_fold_into_a_canonical_is_undone_to_its_old_text(store: Memory) -> None:
+    a, b, c = add(store, 1, 2, 3)
+    first = store.apply_merge(plan([a, b], text=98))
+    assert first is not None
+    canonical = store.get(first.canonical_id)
+    second = store.apply_merge(plan([c], canonical=canonical, text=97))
+    assert second is not None and not second.created_canonical
+    assert second.canonical_id == canonical.id and found(store, 97) == [canonical.id]
+    with pytest.raises(MergeConflictError, match="undo that first"):
+        store.undo_merge(first.id)  # the later fold built on it
+    store.undo_merge(second.id)
+    assert store.get(canonical.id) == canonical and store.get(c.id).status == "candidate"
+    assert found(store, 98) == [canonical.id] and store.check().clean
+
+
+def test_a_crash_between_merge_commit_and_index_is_repaired(spec: StoreSpec) -> None:
+    class Crash(Exception):
+        pass
+
+    def crash(ids: Sequence[str]) -> None:
+        raise Crash(ids)
+
+    with spec.open() as setup:
+        a, b = add(setup, 1, 2)
+    with spec.open(after_sql_commit=crash) as crashing, pytest.raises(Crash):
+        crashing.apply_merge(plan([a, b]))
+    with spec.open() as store:
+        (record,) = store.list_merges()  # SQL holds the whole merge
+        report = store.check()
+        assert report.pending == (record.canonical_id,)
+        assert set(report.metadata_drift) == {a.id, b.id}  # members still active in the index
+        store.check(repair=True)
+        assert store.check().clean and found(store, 99) == [record.canonical_id]
+
+
+def test_root_cause_vectors_make_passes_incremental(store: Memory) -> None:
+    a, b = add(store, 1, 2)
+    store.add(draft(3, error_type="KeyError"))
+    assert store.unprocessed_count() == 3
+    assert store.embed_root_causes() == 3 and store.embed_root_causes() == 0
+    assert store.consolidation_buckets() == [("default", "KeyError"), ("default", "ValueError")]
+    vectors = store.bucket_vectors(("default", "ValueError"))
+    assert vectors.new_ids == [a.id, b.id] and vectors.new.shape == (2, 256)
+    assert vectors.old_ids == [] and vectors.old.shape == (0, 256)
+    store.mark_processed([a.id])
+    vectors = store.bucket_vectors(("default", "ValueError"))
+    assert (vectors.old_ids, vectors.new_ids) == ([a.id], [b.id])
+    assert store.unprocessed_count() == 2
+    assert store.bucket_vectors(("default", "ValueError"), full=True).new_ids == [a.id, b.id]
+    fixes = store.fix_vectors([a.id, "les_missing"])
+    assert list(fixes) == [a.id] and len(fixes[a.id]) == 256
+
+
+def test_the_lease_admits_one_holder(store: Memory) -> None:
+    held = store.acquire_lease("consolidation", "one", ttl_s=60)
+    assert held is not None and store.acquire_lease("consolidation", "two", ttl_s=60) is None
+    holder = store.lease_holder("consolidation")
+    assert holder is not None and holder.holder == "one"
+    renewed = store.renew_lease(held, ttl_s=120)
+    assert renewed.expires_at > held.expires_at
+    store.release_lease(renewed)
+    assert store.lease_holder("consolidation") is None
+    taken = store.acquire_lease("consolidation", "two", ttl_s=60)
+    assert taken is not None
+    with pytest.raises(LeaseLostError):
+        store.renew_lease(held, ttl_s=60)
+
+
+def test_review_flags_are_stored_and_cleared(spec: StoreSpec) -> None:
+    with spec.open() as store:
+        a, b = add(store, 1, 2)
+        assert store.flag_for_review(a.id, "recalled into 3 failing runs")
+        assert not store.flag_for_review(a.id, "again")  # flagged once
+    with spec.open() as store:
+        (flag,) = store.review_flags()
+        assert (flag.lesson_id, flag.reason) == (a.id, "recalled into 3 failing runs")
+        assert store.flagged_ids([a.id, b.id]) == {a.id}
+        assert store.clear_review_flag(a.id) and not store.clear_review_flag(a.id)
+        assert store.review_flags() == [] and store.flagged_ids([a.id]) == set()
+
+
+def test_lift_statistics_come_from_runs_and_uses(store: Memory) -> None:
+    (a,) = add(store, 1)
+    for n, passed in enumerate((True, True, False)):
+        store.record_run(f"run-{n}")
+        store.report_use(f"run-{n}", "seed", [a.id])
+        store.finish_run(f"run-{n}", passed)
+    (lift,) = store.lesson_lift([a.id])
+    assert (lift.n, lift.passed) == (3, 2) and lift.low < 2 / 3 < lift.high
+
+
+def test_the_schema_version_is_recorded_and_a_newer_one_refused(spec: StoreSpec) -> None:
+    with spec.open() as store:
+        assert store.schema_version() == SCHEMA_VERSION
+        faults.record_schema_version(store, SCHEMA_VERSION + 1)
+    with pytest.raises(MemoryConfigError, match="newer than this lessonloop knows"):
+        spec.open(HashEmbedder())

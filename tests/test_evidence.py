@@ -1,0 +1,77 @@
+"""agent.evidence: a crash's value looked up in the input files, and the refiner seeing it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.evidence import input_evidence
+from agent.llm.scripted import ScriptedLLM
+from tests.helpers import GEN, REFINE, code, fix, make_task
+from tests.test_loop import agent_for
+
+
+def workspace(tmp_path: Path, files: dict[str, str | bytes]) -> Path:
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    for name, body in files.items():
+        target = ws / name
+        if isinstance(body, bytes):
+            target.write_bytes(body)
+        else:
+            target.write_text(body, encoding="utf-8")
+    return ws
+
+
+def test_a_crashing_cell_shows_its_columns_varied_formats_first(tmp_path: Path) -> None:
+    rows = ["id,amount"] + [f"{i},${i}.50" for i in range(20)] + ['21,"$4,332.59"', "22, $99.65 "]
+    ws = workspace(tmp_path, {"a.csv": "\n".join(rows) + "\n"})
+    text = input_evidence("ValueError: could not convert string to float: '$3.50'", ws)
+    assert text is not None and text.startswith("values of column 'amount' in a.csv")
+    # Three formats ('$9.9', '$9,9.9', ' $9.9 ') are all shown, though they come last.
+    assert "'$4,332.59'" in text and "' $99.65 '" in text and "of 22 distinct" in text
+
+
+def test_a_header_lookup_shows_the_header_as_read(tmp_path: Path) -> None:
+    ws = workspace(tmp_path, {"p.csv": "\ufeffdepartment,salary\nOps,10\n"})
+    text = input_evidence("KeyError: 'department'", ws)
+    assert text == "the header of p.csv as Python reads it: ['\\ufeffdepartment', 'salary']"
+
+
+def test_a_value_outside_a_table_shows_the_lines_holding_it(tmp_path: Path) -> None:
+    ws = workspace(tmp_path, {"s.csv": "id;weight_kg\n1;2,5\n"})
+    text = input_evidence("KeyError: 'weight_kg'", ws)
+    assert text is not None and "'id;weight_kg'" in text
+
+
+def test_a_decoding_error_shows_the_bytes_around_its_position(tmp_path: Path) -> None:
+    ws = workspace(tmp_path, {"c.csv": "name\nIn\xe9s\n".encode("latin-1")})
+    message = "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position 7: invalid"
+    assert input_evidence(message, ws) == "bytes around position 7 of c.csv: b'name\\nIn\\xe9s\\n'"
+
+
+def test_nothing_when_the_value_is_not_in_the_inputs(tmp_path: Path) -> None:
+    ws = workspace(tmp_path, {"a.csv": "id,amount\n1,2\n"})
+    # The checker's side of the task (expected values) sits beside the workspace: never read.
+    (tmp_path / "expected.json").write_text('{"total": "$3.50"}')
+    assert input_evidence("ValueError: could not convert string to float: '$3.50'", ws) is None
+    assert input_evidence("ValueError: could not convert string to float: '$3.50'", None) is None
+    assert input_evidence(None, ws) is None
+
+
+def test_the_refiner_is_shown_the_column_of_the_value_that_crashed(tmp_path: Path) -> None:
+    crash = (
+        "import csv, json\n"
+        "rows = list(csv.DictReader(open('a.csv')))\n"
+        "json.dump(sum(float(r['amount']) for r in rows), open('out.json', 'w'))\n"
+    )
+    llm = ScriptedLLM.by_system({GEN: [code(crash)], REFINE: [fix(crash.replace("a.csv", "b"))]})
+    agent = agent_for(llm, tmp_path, max_rounds=2)
+    task = make_task(tmp_path)
+    assert task.workspace is not None
+    (task.workspace / "a.csv").write_text('id,amount\n1,$860.45\n2,"$4,332.59"\n')
+    result = agent.run(task)
+    first = result.rounds[0].feedback
+    assert first.kind == "runtime_error" and first.input_evidence is not None
+    refine_prompt = next(c for c in llm.calls if REFINE in c.system).messages[-1].content
+    assert "in the input: values of column 'amount' in a.csv" in refine_prompt
+    assert "'$4,332.59'" in refine_prompt
