@@ -4,7 +4,7 @@ sandbox, then the LLM critic. The first failing stage is the verdict; later stag
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -62,34 +62,11 @@ class Checks:
         return checks, Usage()
 
     def _execute(self, candidate: Candidate, round_no: int, index: int) -> Feedback:
-        check = self.task.check
-        assert check is not None
         name = f"round-{round_no}.log" if index == 0 else f"round-{round_no}-{index + 1}.log"
         log_path = self.run_dir / name if self.run_dir else None
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
-
-        def attempt() -> Feedback:
-            result = self.sandbox.run(
-                check,
-                program=self.task.run,
-                files=candidate.files,
-                workspace=self.task.workspace,
-                task_dir=self.task.task_dir,
-                timeout_s=self.task.timeout_s,
-                log_path=log_path,
-            )
-            return classify(result, log_path=log_path)
-
-        feedback = attempt()
-        if feedback.kind == "resource_error" and (feedback.error_type or "").startswith("SIG"):
-            # A kill by a limit can be load on a shared machine: one retry before a rewrite.
-            feedback = attempt()
-        if feedback.kind == "runtime_error":
-            evidence = input_evidence(feedback.key_message, self.task.workspace)
-            if evidence:
-                feedback = feedback.model_copy(update={"input_evidence": evidence})
-        return feedback
+        return execute(self.task, candidate.files, sandbox=self.sandbox, log_path=log_path)
 
     def _critique(
         self, candidate: Candidate, earlier: Sequence[Feedback]
@@ -118,3 +95,39 @@ class Checks:
             return unreadable_critique(exc.raw, str(exc)), exc.usage or Usage()
         assert completion.parsed is not None
         return critique_feedback(completion.parsed), completion.usage
+
+
+def execute(
+    task: Task,
+    files: Mapping[str, str],
+    *,
+    sandbox: Sandbox,
+    log_path: Path | None = None,
+) -> Feedback:
+    """The task's check command on `files` in the sandbox, as the loop judges it: classified,
+    retried once after a kill by a limit, and a crash given its input evidence."""
+    check = task.check
+    if check is None:
+        raise ValueError(f"task {task.id} has no check command")
+
+    def attempt() -> Feedback:
+        result = sandbox.run(
+            check,
+            program=task.run,
+            files=files,
+            workspace=task.workspace,
+            task_dir=task.task_dir,
+            timeout_s=task.timeout_s,
+            log_path=log_path,
+        )
+        return classify(result, log_path=log_path)
+
+    feedback = attempt()
+    if feedback.kind == "resource_error" and (feedback.error_type or "").startswith("SIG"):
+        # A kill by a limit can be load on a shared machine: one retry before a rewrite.
+        feedback = attempt()
+    if feedback.kind == "runtime_error":
+        evidence = input_evidence(feedback.key_message, task.workspace)
+        if evidence:
+            feedback = feedback.model_copy(update={"input_evidence": evidence})
+    return feedback

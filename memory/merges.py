@@ -37,7 +37,7 @@ from memory.schema import (
     evidence_json,
     utcnow,
 )
-from memory.types import Evidence, LessonStatus, LessonText
+from memory.types import Evidence, Lesson, LessonStatus, LessonText
 
 ACTIVE: tuple[LessonStatus, ...] = ("candidate", "validated")
 
@@ -338,3 +338,43 @@ def list_merges(db: Database, *, limit: int = 100) -> list[MergeRecord]:
             select(MergeRow).order_by(col(MergeRow.created_at).desc()).limit(limit)
         ).all()
         return [to_record(r) for r in rows]
+
+
+def get_merge(db: Database, merge_id: str) -> MergeRecord:
+    """One merge record; `MergeNotFoundError` if there is none."""
+    with db.read() as session:
+        return to_record(_merge_row(session, merge_id))
+
+
+def merge_before(db: Database, merge_id: str) -> list[Lesson]:
+    """The lessons as the merge found them (its before-snapshots), in the order it took them:
+    an existing canonical first, then the members."""
+    with db.read() as session:
+        before = _merge_row(session, merge_id).before
+    # A snapshot holds every column in JSON form (see `snapshot`), the lesson's fields among them.
+    return [Lesson.model_validate({k: d[k] for k in Lesson.model_fields if k in d}) for d in before]
+
+
+def merges_of(db: Database, lesson_id: str) -> list[MergeRecord]:
+    """Merges whose canonical is this lesson or that folded it in (as the lesson is now
+    linked: merged_into), newest first."""
+    with db.read() as session:
+        lesson = session.get(LessonRow, lesson_id)
+        if lesson is None:
+            raise LessonNotFoundError(f"no lesson {lesson_id!r}")
+        canonicals = {lesson_id, *([lesson.merged_into] if lesson.merged_into else [])}
+        rows = session.exec(
+            select(MergeRow)
+            .where(col(MergeRow.canonical_id).in_(list(canonicals)))
+            .order_by(col(MergeRow.created_at).desc())
+        ).all()
+        return [
+            to_record(r) for r in rows if r.canonical_id == lesson_id or lesson_id in r.member_ids
+        ]
+
+
+def _merge_row(session: Session, merge_id: str) -> MergeRow:
+    row = session.get(MergeRow, merge_id)
+    if row is None:
+        raise MergeNotFoundError(f"no merge {merge_id!r}")
+    return row

@@ -59,8 +59,21 @@ def list_lessons(db: Database, where: LessonFilter) -> Page[Lesson]:
             .offset(where.offset)
             .limit(where.limit)
         ).all()
-        rows = {
-            r.id: r for r in session.exec(select(LessonRow).where(col(LessonRow.id).in_(page)))
-        }
+        rows = {r.id: r for r in session.exec(select(LessonRow).where(col(LessonRow.id).in_(page)))}
         items = tuple(to_lesson(rows[i]) for i in page if i in rows)
     return Page[Lesson](items=items, total=total, offset=where.offset, limit=where.limit)
+
+
+def scopes(db: Database) -> list[str]:
+    """Every scope that holds a lesson (any status), sorted."""
+    return _distinct(db, col(LessonRow.scope))
+
+
+def error_types(db: Database) -> list[str]:
+    """Every error type a lesson has (any status), sorted."""
+    return _distinct(db, col(LessonRow.error_type))
+
+
+def _distinct(db: Database, column: Any) -> list[str]:
+    with db.read() as session:
+        return list(session.exec(select(column).distinct().order_by(column)).all())

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import update
+from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
 from memory.db import Database
 from memory.errors import LessonNotFoundError
 from memory.redact import redact
 from memory.schema import LessonRow, LessonUseRow, RunRow, to_run, to_use
-from memory.types import LessonUse, RecallStage, Run
+from memory.types import LessonUse, Page, RecallStage, Run
 
 
 def _run_lock(run_id: str) -> str:
@@ -142,3 +142,17 @@ def uses(db: Database, lesson_id: str) -> list[LessonUse]:
             .order_by(col(LessonUseRow.created_at), col(LessonUseRow.id))
         ).all()
         return [to_use(r) for r in rows]
+
+
+def list_runs(db: Database, *, offset: int, limit: int) -> Page[Run]:
+    """A page of runs, newest first, with the total count."""
+    with db.read() as session:
+        total = session.exec(select(func.count()).select_from(RunRow)).one()
+        rows = session.exec(
+            select(RunRow)
+            .order_by(col(RunRow.created_at).desc(), col(RunRow.id).desc())
+            .offset(offset)
+            .limit(limit)
+        ).all()
+        items = tuple(to_run(r) for r in rows)
+    return Page[Run](items=items, total=total, offset=offset, limit=limit)

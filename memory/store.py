@@ -13,7 +13,7 @@ Tests and scripted examples use `Memory.in_memory()` (SQLite in memory, ephemera
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -292,6 +292,18 @@ class Memory:
         """A page of lessons matching the filter, with the total count."""
         return queries.list_lessons(self._db, where or LessonFilter())
 
+    def scopes(self) -> list[str]:
+        """Every scope that holds a lesson, sorted."""
+        return queries.scopes(self._db)
+
+    def error_types(self) -> list[str]:
+        """Every error type of a lesson, sorted."""
+        return queries.error_types(self._db)
+
+    def bm25_scores(self, text: str, scopes: Sequence[str]) -> Mapping[str, float]:
+        """Recall's BM25 score of each recallable lesson of `scopes` sharing a word with `text`."""
+        return self.lexical.search(text, scopes)
+
     # -- runs and uses -----------------------------------------------------------------
 
     def record_run(
@@ -326,6 +338,10 @@ class Memory:
     def get_run(self, run_id: str) -> Run:
         """One run by id."""
         return runs.get_run(self._db, run_id)
+
+    def list_runs(self, *, offset: int = 0, limit: int = 50) -> Page[Run]:
+        """A page of runs, newest first, with the total count."""
+        return runs.list_runs(self._db, offset=offset, limit=limit)
 
     def uses(self, lesson_id: str) -> list[LessonUse]:
         """Every recorded use of a lesson, oldest first."""
@@ -403,6 +419,18 @@ class Memory:
     def list_merges(self, *, limit: int = 100) -> list[MergeRecord]:
         """Merge records, newest first."""
         return merges.list_merges(self._db, limit=limit)
+
+    def get_merge(self, merge_id: str) -> MergeRecord:
+        """One merge record; `MergeNotFoundError` if there is none."""
+        return merges.get_merge(self._db, merge_id)
+
+    def merge_before(self, merge_id: str) -> list[Lesson]:
+        """The lessons as a merge found them (its undo snapshots), canonical (if any) first."""
+        return merges.merge_before(self._db, merge_id)
+
+    def merges_of(self, lesson_id: str) -> list[MergeRecord]:
+        """Merges into this lesson or into its canonical that took it in, newest first."""
+        return merges.merges_of(self._db, lesson_id)
 
     def acquire_lease(self, name: str, holder: str, ttl_s: float) -> Lease | None:
         """Take the named lease if free, expired or ours; None if someone else holds it."""

@@ -117,11 +117,8 @@ def consolidator(spec: StoreSpec, start_at: float, stop: Path) -> tuple[int, int
 
 
 def merge_ids(memory: Memory) -> list[str]:
-    """Every merge not undone, newest first (the one read of memory internals here)."""
-    from memory import merges
-
-    merges.ensure_tables(memory.db)
-    return [r.id for r in merges.list_merges(memory.db, limit=1_000_000) if r.undone_at is None]
+    """Every merge not undone, newest first."""
+    return [r.id for r in memory.list_merges(limit=1_000_000) if r.undone_at is None]
 
 
 def all_lessons(memory: Memory) -> dict[str, Lesson]:

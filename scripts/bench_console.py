@@ -5,10 +5,11 @@
 
 Builds a file store (SQLite + embedded chromadb, hashing embedder) of `--lessons` lessons
 (bench_memory's templated lessons over 20 project scopes, a mix of statuses, created over
-time), written in bulk straight to SQL and the index (setup only, not what is measured),
-plus `--runs` finished runs that used lessons through the memory API (so the lift and
-last-used columns have uses to read). Then starts the real `python -m agent serve` on a free
-loopback port and times whole HTTP requests (server, SQL, templates) with a warm server:
+time), bulk-loaded as a restore through `memory.export.import_lessons` (setup only, not
+what is measured), plus `--runs` finished runs that used lessons through the memory API (so
+the lift and last-used columns have uses to read). Then starts the real `python -m agent
+serve` on a free loopback port and times whole HTTP requests (server, SQL, templates) with a
+warm server:
 - the lessons list, first page (newest first);
 - a deep page (offset ~ 95 % of the store);
 - a filtered page (scope + status + error type);
@@ -21,6 +22,7 @@ Prints p50 / p95 ms per page and writes them as JSON.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
@@ -29,7 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import timedelta
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -37,12 +40,9 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from memory.dedup import dedup_text, index_text, pack  # noqa: E402
+from memory import LessonFilter, Memory  # noqa: E402
 from memory.embeddings import resolve_embedder  # noqa: E402
-from memory.index import lesson_metadata  # noqa: E402
-from memory.schema import INDEX_DONE, LessonRow, utcnow  # noqa: E402
-from memory.store import Memory  # noqa: E402
-from memory.types import LessonFilter  # noqa: E402
+from memory.export import header_line, import_lessons  # noqa: E402
 from scripts._benchlib import write_json_atomic  # noqa: E402
 from scripts.bench_memory import generate  # noqa: E402
 
@@ -51,48 +51,49 @@ PAGE = 50
 
 
 def bulk_write(memory: Memory, n: int, seed: int, say: bool) -> None:
-    """Setup only: lessons straight into SQL and the index (no dedup)."""
+    """Setup only: a restore through `memory.export.import_lessons` (statuses, counters and
+    creation times kept verbatim, no dedup)."""
     rng = random.Random(seed)
-    embedder = memory.embedder
-    drafts = generate(n, seed)
-    now = utcnow()
-    written = 0
-    for start in range(0, n, 2000):
-        chunk = drafts[start : start + 2000]
-        dedup = embedder.embed([dedup_text(d.root_cause, d.fix) for d in chunk])
-        vectors = embedder.embed([index_text(d.symptom, d.root_cause) for d in chunk])
-        rows = []
-        for k, (d, vec) in enumerate(zip(chunk, dedup, strict=True)):
-            born = now - timedelta(minutes=n - start - k)
-            rows.append(
-                LessonRow(
-                    id=f"les_{start + k:08d}{rng.getrandbits(32):08x}",
-                    scope=d.scope,
-                    error_type=d.error_type,
-                    symptom=d.symptom,
-                    root_cause=d.root_cause,
-                    fix=d.fix,
-                    applies_when=d.applies_when,
-                    status=rng.choice(STATUSES),
-                    seen=rng.randint(1, 5),
-                    created_at=born,
-                    updated_at=born,
-                    embedding_model=embedder.model_id,
-                    dedup_vector=pack(vec),
-                    index_state=INDEX_DONE,
-                )
-            )
-        with memory.db.write() as session:
-            session.add_all(rows)
-        memory.index.upsert(
-            [r.id for r in rows],
-            vectors,
-            [index_text(r.symptom, r.root_cause) for r in rows],
-            [lesson_metadata(r.scope, r.error_type, r.status, r.embedding_model) for r in rows],
-        )
-        written += len(rows)
-        if say:
-            print(f"  wrote {written:,} lessons", flush=True)
+    now = datetime.now(UTC)
+
+    def lines() -> Iterator[str]:
+        yield header_line()
+        previous = None
+        for k, d in enumerate(generate(n, seed)):
+            lesson_id = f"les_{k:08d}{rng.getrandbits(32):08x}"
+            status = rng.choice(STATUSES) if previous else "candidate"
+            born = (now - timedelta(minutes=n - k)).isoformat()
+            record = {
+                "id": lesson_id,
+                "scope": d.scope,
+                "error_type": d.error_type,
+                "symptom": d.symptom,
+                "root_cause": d.root_cause,
+                "fix": d.fix,
+                "applies_when": d.applies_when,
+                "evidence": [],
+                "status": status,
+                "seen": rng.randint(1, 5),
+                "recalled": 0,
+                "helped": 0,
+                "misled": 0,
+                # A merged lesson points at a canonical: the one written before it will do.
+                "merged_into": previous if status == "merged" else None,
+                "merged_from": [],
+                "created_at": born,
+                "updated_at": born,
+                "embedding_model": "",
+            }
+            previous = lesson_id
+            yield json.dumps(record)
+
+    def progress(done: int) -> None:
+        if say and done % 10_000 == 0:
+            print(f"  wrote {done:,} lessons", flush=True)
+
+    report = import_lessons(memory, lines(), progress=progress)
+    if not report.ok:
+        raise SystemExit(f"bench setup failed: {report.errors[:3]}")
 
 
 def add_runs(memory: Memory, ids: list[str], runs: int, seed: int) -> None:

@@ -121,14 +121,8 @@ def all_lessons(memory: Memory) -> dict[str, Lesson]:
 
 
 def merge_records(memory: Memory) -> list[tuple[str, str, tuple[str, ...], bool, bool]]:
-    """(id, canonical, members, created canonical, undone) of every merge.
-
-    The one place this benchmark reads memory internals: merges have no public listing yet.
-    """
-    from memory import merges
-
-    merges.ensure_tables(memory.db)  # created by the first pass (at connect after issue 12)
-    records = merges.list_merges(memory.db, limit=1_000_000)
+    """(id, canonical, members, created canonical, undone) of every merge."""
+    records = memory.list_merges(limit=1_000_000)
     return [
         (r.id, r.canonical_id, r.member_ids, r.created_canonical, r.undone_at is not None)
         for r in records

@@ -6,7 +6,8 @@
 For each selected trap task (examples/traps), a real two-round trajectory is built without the
 loop: round 1 is the task's reference solution with its family's trap helpers swapped for the
 naive ones (examples/traps/_naive), round 2 the reference itself. Both really run in the
-sandbox with the task's check; the feedback is `classify()` of that run, the diff between the
+sandbox with the task's check; the feedback is the loop's own (`agent.checks.execute`: classified,
+with the input evidence of a crash), the diff between the
 rounds is the real fix. The retrospective then writes its lesson from that trajectory, as it
 does after a loop run that failed once and then passed.
 
@@ -34,7 +35,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.candidate import Candidate
-from agent.classify import classify
+from agent.checks import execute
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Usage
 from agent.result import RoundRecord, RunResult
@@ -112,11 +113,8 @@ def trajectory(task: Task, sandbox: Sandbox) -> RunResult:
     rounds = []
     for n, body in ((1, failing), (2, reference)):
         files = {"solution.py": body}
-        result = sandbox.run(
-            task.check, program=task.run, files=files, workspace=task.workspace,
-            task_dir=task.task_dir, timeout_s=task.timeout_s,
-        )  # fmt: skip
-        rounds.append(_round(n, Candidate(files=files, text=body), classify(result)))
+        feedback = execute(task, files, sandbox=sandbox)  # what the loop's check says
+        rounds.append(_round(n, Candidate(files=files, text=body), feedback))
     if rounds[0].feedback.passed or not rounds[1].feedback.passed:
         raise SystemExit(f"{task.id}: expected naive to fail and reference to pass")
     return RunResult(

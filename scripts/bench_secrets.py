@@ -47,6 +47,7 @@ from agent.feedback import Feedback
 from agent.llm.base import Usage
 from agent.llm.scripted import ScriptedLLM
 from agent.result import RoundRecord, RunResult
+from agent.session import finish_run
 from memory import HashEmbedder, Lesson, LessonDraft, LessonQuery, Memory, render_lessons
 from memory.export import export_lessons, header_line, import_lessons, lesson_line
 from memory.redact import redact, secret_kinds
@@ -204,7 +205,9 @@ def write_all(memory: Memory) -> None:
     """Push every secret through every write path."""
     for i, s in enumerate(SECRETS):
         llm = ScriptedLLM([_analysis(s)])
-        learn(_run_with(i, s), memory=memory, retrospective=Retrospective(llm))
+        run = _run_with(i, s)
+        finish_run(memory, run)  # learn() reads a finished run (the run's goal carries a secret)
+        learn(run, memory=memory, retrospective=Retrospective(llm))
         added = memory.add(_draft(i, s, "add"))
         d = _draft(i, s, "seed")
         record = {

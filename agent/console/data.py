@@ -1,13 +1,12 @@
 """Every read and write the console makes of the store: the one module that touches `Memory`.
 
 Writes go through the memory API only (`Memory.update`, `memory.curate`, the consolidator's
-undo, the review flags of `memory.lift`), so redaction, dedup and lifecycle rules hold
-whoever writes. Reads reuse what the CLI uses (`Memory.list_lessons`, `Memory.recall`,
-`memory.lift.lesson_lift`, `memory.curate.lesson_stats`, `memory.quality.quality_report`).
+undo, `Memory.clear_review_flag`), so redaction, dedup and lifecycle rules hold whoever
+writes. Reads reuse what the CLI uses (`Memory.list_lessons`, `Memory.recall`,
+`Memory.lesson_lift`, `memory.curate.lesson_stats`, `memory.quality.quality_report`).
 
-issue 12 (memory internals become private): the few reads that still need `memory.db` or
-`LessonRow`/`RunRow`/`MergeRow` are marked `# issue 12: move into Memory`; nothing outside
-this module reaches into the store.
+Only the public `Memory` API is used (no SQL, no rows): facets, run pages, merge history
+with before-snapshots and BM25 scores are `Memory` reads too.
 
 One lock serialises store access: the web server calls from a thread pool, and the
 embedded chromadb client and the in-process BM25 postings are not made for parallel use.
@@ -21,9 +20,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
-
-from sqlalchemy import func
-from sqlmodel import col, select
 
 from agent.console import trajectory
 from agent.console.changes import ChangeLog
@@ -51,14 +47,13 @@ from memory import (
     LessonQuery,
     Memory,
     MemoryUsageError,
+    MergeRecord,
     Page,
     Run,
     curate,
 )
-from memory import lift as lift_stats
-from memory.merges import MergeNotFoundError, MergeRecord, MergeRow, list_merges, to_record
 from memory.quality import quality_report
-from memory.schema import LessonRow, RunRow, to_run, utcnow
+from memory.schema import utcnow
 from retrospectives import consolidate
 
 T = TypeVar("T")
@@ -95,9 +90,6 @@ class ConsoleData:
             report=None, computed_at=None, seconds=None, running=False, error=None
         )
         self._hygiene_lock = threading.Lock()
-        # The merge and review tables appear with the first consolidation: a store that never
-        # had one still gets empty pages, not errors.
-        consolidate.ensure_tables(memory)
 
     @contextmanager
     def _store(self) -> Iterator[Memory]:
@@ -115,9 +107,8 @@ class ConsoleData:
         with self._store() as memory:
             page = memory.list_lessons(where)
             ids = [lesson.id for lesson in page.items]
-            # issue 12: move into Memory (lift and review flags of a page of lessons)
-            lifts = {s.lesson_id: s for s in lift_stats.lesson_lift(memory.db, ids)} if ids else {}
-            flagged = lift_stats.flagged_ids(memory.db, ids)
+            lifts = {s.lesson_id: s for s in memory.lesson_lift(ids)} if ids else {}
+            flagged = memory.flagged_ids(ids)
         lines = tuple(
             LessonLine(lesson=lesson, lift=lifts.get(lesson.id), flagged=lesson.id in flagged)
             for lesson in page.items
@@ -134,13 +125,7 @@ class ConsoleData:
             cached = self._facets
             if cached is not None and time.monotonic() - cached[0] < FACETS_TTL_S:
                 return cached[1]
-            with memory.db.read() as session:
-                # issue 12: move into Memory (distinct scopes / error types)
-                scopes = session.exec(select(LessonRow.scope).distinct().order_by(LessonRow.scope))
-                types = session.exec(
-                    select(LessonRow.error_type).distinct().order_by(LessonRow.error_type)
-                )
-                facets = Facets(scopes=tuple(scopes.all()), error_types=tuple(types.all()))
+            facets = Facets(scopes=tuple(memory.scopes()), error_types=tuple(memory.error_types()))
             self._facets = (time.monotonic(), facets)
             return facets
 
@@ -162,9 +147,8 @@ class ConsoleData:
             if types:  # recall gates on types, then ranks every type: a person wants the type
                 hits = [h for h in hits if h.lesson.error_type in types]
             ids = [h.lesson.id for h in hits]
-            # issue 12: move into Memory (recall's BM25 scores and review flags, for "why")
-            bm25 = memory.lexical.search(text, [scope]) if ids else {}
-            flagged = lift_stats.flagged_ids(memory.db, ids)
+            bm25 = memory.bm25_scores(text, [scope]) if ids else {}
+            flagged = memory.flagged_ids(ids)
             config = memory.recall_config
         explained = explain(hits, config=config, bm25=bm25, flagged=flagged, now=utcnow())
         cut = config.min_similarity if min_similarity is None else min_similarity
@@ -177,10 +161,12 @@ class ConsoleData:
         with self._store() as memory:
             lesson = memory.get(lesson_id)
             uses = memory.uses(lesson_id)
-            # issue 12: move into Memory (lift, review flag, merges of one lesson)
-            lifts = lift_stats.lesson_lift(memory.db, [lesson_id])
-            flag = next((f for f in lift_stats.flags(memory.db) if f.lesson_id == lesson_id), None)
-            merges = self._merges_of(memory, lesson)
+            lifts = memory.lesson_lift([lesson_id])
+            flag = next((f for f in memory.review_flags() if f.lesson_id == lesson_id), None)
+            merges = tuple(
+                MergeLink(record=r, role="canonical" if r.canonical_id == lesson.id else "member")
+                for r in memory.merges_of(lesson_id)
+            )
         return LessonDetail(
             lesson=lesson,
             uses=tuple(uses),
@@ -189,26 +175,6 @@ class ConsoleData:
             merges=merges,
             changes=self.changes.for_lesson(lesson_id),
         )
-
-    @staticmethod
-    def _merges_of(memory: Memory, lesson: Lesson) -> tuple[MergeLink, ...]:
-        canonicals = {lesson.id, *([lesson.merged_into] if lesson.merged_into else [])}
-        # issue 12: move into Memory (merge records by canonical)
-        with memory.db.read() as session:
-            rows = session.exec(
-                select(MergeRow)
-                .where(col(MergeRow.canonical_id).in_(list(canonicals)))
-                .order_by(col(MergeRow.created_at).desc())
-            ).all()
-            links = [
-                MergeLink(
-                    record=to_record(r),
-                    role="canonical" if r.canonical_id == lesson.id else "member",
-                )
-                for r in rows
-                if r.canonical_id == lesson.id or lesson.id in r.member_ids
-            ]
-        return tuple(links)
 
     def edit(self, lesson_id: str, fields: dict[str, str], client: str) -> Lesson:
         """Change a lesson's text (redacted, re-embedded by `Memory.update`); logged."""
@@ -239,8 +205,7 @@ class ConsoleData:
                 lesson = curate.deprecate(memory, lesson_id)
             else:
                 lesson = before
-            # issue 12: move into Memory (review flags)
-            cleared = lift_stats.clear_flag(memory.db, lesson_id)
+            cleared = memory.clear_review_flag(lesson_id)
         detail = f"status {before.status} -> {lesson.status}" + (
             "; review flag cleared" if cleared else ""
         )
@@ -252,10 +217,9 @@ class ConsoleData:
     def review(self, *, limit: int = 50) -> ReviewQueue:
         """Flagged lessons with their lift, misleading ones, candidates waiting."""
         with self._store() as memory:
-            # issue 12: move into Memory (review flags and their lift)
-            flags = lift_stats.flags(memory.db)
+            flags = memory.review_flags()
             ids = [f.lesson_id for f in flags]
-            lifts = {s.lesson_id: s for s in lift_stats.lesson_lift(memory.db, ids)} if ids else {}
+            lifts = {s.lesson_id: s for s in memory.lesson_lift(ids)} if ids else {}
             lessons = {i: self._maybe(memory, i) for i in ids}
             misled = memory.list_lessons(
                 LessonFilter(status=curate.ACTIVE, sort="misled", limit=limit)
@@ -291,19 +255,16 @@ class ConsoleData:
 
     def merges(self, *, limit: int = 200) -> tuple[MergeRecord, ...]:
         """Consolidation history, newest first."""
-        # issue 12: move into Memory (merge history)
-        return tuple(self._locked(lambda m: list_merges(m.db, limit=limit)))
+        return tuple(self._locked(lambda m: m.list_merges(limit=limit)))
 
     def merge(self, merge_id: str) -> MergeDetail:
         """A merge with the texts before it and the canonical as it is now."""
         with self._store() as memory:
-            # issue 12: move into Memory (merge record with its before-snapshots)
-            with memory.db.read() as session:
-                row = session.get(MergeRow, merge_id)
-                if row is None:
-                    raise MergeNotFoundError(f"no merge {merge_id!r}")
-                before = tuple(Snapshot.model_validate(s) for s in row.before)
-                record = to_record(row)
+            record = memory.get_merge(merge_id)
+            before = tuple(
+                Snapshot.model_validate(lesson.model_dump())
+                for lesson in memory.merge_before(merge_id)
+            )
             canonical = self._maybe(memory, record.canonical_id)
         return MergeDetail(record=record, before=before, canonical=canonical)
 
@@ -319,17 +280,7 @@ class ConsoleData:
 
     def runs(self, *, offset: int, limit: int) -> Page[Run]:
         """Recent runs, newest first (paged in SQL)."""
-        with self._store() as memory, memory.db.read() as session:
-            # issue 12: move into Memory (list runs)
-            total = session.exec(select(func.count()).select_from(RunRow)).one()
-            rows = session.exec(
-                select(RunRow)
-                .order_by(col(RunRow.created_at).desc(), col(RunRow.id).desc())
-                .offset(offset)
-                .limit(limit)
-            ).all()
-            items = tuple(to_run(r) for r in rows)
-        return Page[Run](items=items, total=total, offset=offset, limit=limit)
+        return self._locked(lambda m: m.list_runs(offset=offset, limit=limit))
 
     def run(self, run_id: str) -> RunDetail:
         """A run from the store, and its trajectory from its run directory when present."""

@@ -18,7 +18,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from memory import LessonDraft, Memory
-from memory import lift as lift_stats
 from memory.embeddings import resolve_embedder
 from retrospectives.consolidate import ConsolidationConfig, consolidate
 from tests.helpers import GEN, REFINE, code, fix
@@ -149,7 +148,7 @@ def build(root: Path) -> Seeded:
             ]
         )
         ids = [a.lesson.id for a in added if a.lesson is not None]
-        lift_stats.flag(memory.db, ids[3], "recalled into 3 failing runs, 0 passing")
+        memory.flag_for_review(ids[3], "recalled into 3 failing runs, 0 passing")
         report = consolidate(memory, llm=None, config=ConsolidationConfig(threshold=0.6))
     (merge,) = report.merges
     return Seeded(

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from memory import LessonNotFoundError
-from memory import lift as lift_stats
 from tests.console.seed import XSS, Seeded, build, open_store
 from tests.console.server import console
 
@@ -186,7 +185,7 @@ def _store_changed(s: Seeded) -> None:
         assert approved.status == "validated" and approved.fix.endswith(EDITED)
         assert memory.get(s.to_deprecate).status == "deprecated"
         assert memory.get(s.flagged).status == "candidate"
-        assert s.flagged not in lift_stats.flagged_ids(memory.db, [s.flagged])
+        assert s.flagged not in memory.flagged_ids([s.flagged])
         for lesson_id in s.merged:
             restored = memory.get(lesson_id)
             assert restored.status == "candidate" and restored.merged_into is None

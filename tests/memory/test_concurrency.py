@@ -33,7 +33,7 @@ def test_writers_and_consolidation_at_once(
 @pytest.mark.xfail(
     strict=True,
     reason="a duplicate folded into a merge's canonical blocks the undo of that merge "
-    "(merges and undo are being moved into Memory, issue 12)",
+    "(open: undo refuses a canonical changed after the merge, a new sighting included)",
 )
 def test_a_merge_stays_undoable_after_a_duplicate_folds_into_its_canonical() -> None:
     with Memory.in_memory(HashEmbedder()) as memory:
