@@ -13,6 +13,7 @@ import pytest
 from memory_servers import StoreSpec
 
 from memory import (
+    ALL_TYPES,
     HashEmbedder,
     Lesson,
     LessonDraft,
@@ -173,6 +174,23 @@ def test_root_cause_vectors_make_passes_incremental(store: Memory) -> None:
     assert store.bucket_vectors(("default", "ValueError"), full=True).new_ids == [a.id, b.id]
     fixes = store.fix_vectors([a.id, "les_missing"])
     assert list(fixes) == [a.id] and len(fixes[a.id]) == 256
+
+
+def test_a_scope_is_one_bucket_across_error_types(store: Memory) -> None:
+    a, b = add(store, 1, 2)
+    c = store.add(draft(3, error_type="KeyError")).lesson
+    assert c is not None
+    store.embed_root_causes()
+    assert store.consolidation_buckets(across_types=True) == [("default", ALL_TYPES)]
+    vectors = store.bucket_vectors(("default", ALL_TYPES))
+    assert vectors.new_ids == [a.id, b.id, c.id] and vectors.new.shape == (3, 256)
+    store.mark_processed([a.id, b.id, c.id])
+    assert store.consolidation_buckets(across_types=True) == []
+    assert store.consolidation_buckets(full=True, across_types=True) == [("default", ALL_TYPES)]
+    assert store.cause_texts([c.id, a.id]) == [
+        "delta3 echo3 foxtrot3 golf3 hotel3 india3",
+        "delta1 echo1 foxtrot1 golf1 hotel1 india1",
+    ]
 
 
 def test_the_lease_admits_one_holder(store: Memory) -> None:
