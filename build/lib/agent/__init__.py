@@ -1,1 +1,0 @@
-"""lessonloop's agent: the bounded generate -> check -> reflect -> refine loop."""

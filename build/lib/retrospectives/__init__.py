@@ -1,1 +1,0 @@
-"""After a task: turn what happened into typed lessons; periodically consolidate them."""
