@@ -78,10 +78,8 @@ def record(cond: str, order: int, pos: int, passed: bool) -> RunRecord:
     )
 
 
-@pytest.fixture()
-def results_dir(tmp_path: Path) -> Path:
-    root = tmp_path / "bench-results"
-    run_dir = root / "learning-20260101-000000"
+def write_learning_results(run_dir: Path) -> None:
+    """A small scripted learning benchmark result (JSON + PNG) in `run_dir`."""
     records = [
         record(cond, order, pos, passed=(pos + order) % 3 != 0 or cond == "learning")
         for cond in ("none", "learning", "frozen")
@@ -101,6 +99,13 @@ def results_dir(tmp_path: Path) -> Path:
     )
     results.save(run_dir / "bench_learning.json")
     plot_curves(records, 2, run_dir / "bench_learning.png")
+
+
+@pytest.fixture()
+def results_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "bench-results"
+    run_dir = root / "learning-20260101-000000"
+    write_learning_results(run_dir)
     (root / "older").mkdir()
     (root / "older" / "bench_learning.json").write_text('{"benchmark": "something else"}')
     method = MethodReport(

@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -88,29 +87,9 @@ def _draft(
 
 
 def _learning_results(root: Path) -> Path:
-    from scripts._benchlib import LearningResults, plot_curves
-    from tests.test_report import record
+    from tests.test_report import write_learning_results
 
-    run_dir = root / "learning-1"
-    records = [
-        record(cond, order, pos, passed=(pos + order) % 3 != 0 or cond == "learning")
-        for cond in ("none", "learning", "frozen")
-        for order in (0, 1)
-        for pos in range(4)
-    ]
-    results = LearningResults(
-        config={"model": "scripted", "orders": 2, "seeds": 1, "max_rounds": 3},
-        tasks=["t0", "t1", "t2", "t3"],
-        split=2,
-        orders={0: ["t0"], 1: ["t0"]},
-        planned_runs={"none": 4},
-        estimate_min=1.0,
-        started=time.time(),
-        finished=time.time(),
-        records=records,
-    )
-    results.save(run_dir / "bench_learning.json")
-    plot_curves(records, 2, run_dir / "bench_learning.png")
+    write_learning_results(root / "learning-1")
     return root
 
 
