@@ -18,7 +18,7 @@ from agent.llm.scripted import ScriptedLLM
 from agent.result import RoundRecord, RunResult
 from agent.sandbox import Sandbox
 from retrospectives.extract import FALLBACK_INVALID, Retrospective
-from scripts.fuzz_roles import CRASH, GOOD, MEGABYTE, Case, Outcome, _junk
+from scripts.fuzz_roles import CATEGORIES, CRASH, GOOD, MEGABYTE, Case, Outcome, _junk
 
 _ANALYSIS = {
     "root_cause": "amount strings carry a currency sign that float() rejects",
@@ -30,21 +30,7 @@ _ANALYSIS = {
 @st.composite
 def analysis_case(draw: st.DrawFn) -> Case:
     """A lesson analysis, corrupted; `may_pass` (accepted as the model's) iff still valid."""
-    category = draw(
-        st.sampled_from(
-            [
-                "valid",
-                "prose-wrapped",
-                "truncated mid-fence",
-                "wrong types",
-                "missing fields",
-                "unicode junk",
-                "1 MB answer",
-                "JSON in JSON",
-                "files outside the workspace",
-            ]
-        )
-    )
+    category = draw(st.sampled_from(CATEGORIES))
     text = json.dumps(_ANALYSIS)
     keeps = True
     if category == "valid":

@@ -94,23 +94,23 @@ _bodies = st.sampled_from(BODIES)
 _junk = st.lists(st.sampled_from(JUNK), min_size=1, max_size=8).map("".join)
 
 
+# The kinds of malformed output, plus valid answers (which may pass).
+CATEGORIES = [
+    "valid",
+    "prose-wrapped",
+    "truncated mid-fence",
+    "wrong types",
+    "missing fields",
+    "unicode junk",
+    "1 MB answer",
+    "JSON in JSON",
+    "files outside the workspace",
+]
+
+
 @st.composite
 def code_case(draw: st.DrawFn) -> Case:
-    category = draw(
-        st.sampled_from(
-            [
-                "valid",
-                "prose-wrapped",
-                "truncated mid-fence",
-                "wrong types",
-                "missing fields",
-                "unicode junk",
-                "1 MB answer",
-                "JSON in JSON",
-                "files outside the workspace",
-            ]
-        )
-    )
+    category = draw(st.sampled_from(CATEGORIES))
     body = draw(_bodies)
     if category == "valid":
         reply = fenced(body)
@@ -291,21 +291,7 @@ def verdict_case(draw: st.DrawFn) -> Case:
     }
     strict = passed and clean
     text = json.dumps(verdict)
-    category = draw(
-        st.sampled_from(
-            [
-                "valid",
-                "prose-wrapped",
-                "truncated mid-fence",
-                "wrong types",
-                "missing fields",
-                "unicode junk",
-                "1 MB answer",
-                "JSON in JSON",
-                "files outside the workspace",
-            ]
-        )
-    )
+    category = draw(st.sampled_from(CATEGORIES))
     keeps = True  # the corruption leaves the verdict readable
     if category == "valid":
         reply = text

@@ -29,6 +29,8 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
+from tests.test_mcp_tools import BOM, CURRENCY
+
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = {
     "recall_lessons",
@@ -38,18 +40,6 @@ TOOLS = {
     "report_outcome",
     "get_lesson",
     "deprecate_lesson",
-}
-CURRENCY = {
-    "error_type": "ValueError",
-    "symptom": "float() fails on '$1,299.99' in the amount column",
-    "root_cause": "money columns carry a currency sign and thousands separators",
-    "fix": "strip the currency sign and the thousands separators before float()",
-}
-BOM = {
-    "error_type": "KeyError",
-    "symptom": "KeyError: 'id' although the CSV header has an id column",
-    "root_cause": "the file starts with a UTF-8 byte order mark glued to the first header",
-    "fix": "open the file with encoding='utf-8-sig'",
 }
 QUERY = "float() fails on '$1,299.99' in the amount column of invoices.csv"
 
