@@ -113,21 +113,38 @@ def fused(rank_vector: int, rank_bm25: int | None, k: int) -> float:
     return total * (k + 1) / 2
 
 
+@dataclass(frozen=True)
+class ScoreTerms:
+    """The terms `score` adds to a lesson's relevance (the penalty is subtracted)."""
+
+    lift: float
+    recency: float
+    validated_bonus: float
+    flagged_penalty: float
+
+    @property
+    def total(self) -> float:
+        return self.lift + self.recency + self.validated_bonus - self.flagged_penalty
+
+
+def score_terms(
+    lesson: Lesson, config: RecallConfig, now: datetime, *, flagged: bool = False
+) -> ScoreTerms:
+    """Everything in the re-ranking formula but relevance (see the module docstring)."""
+    age_days = max(0.0, (now - lesson.updated_at).total_seconds() / 86400)
+    return ScoreTerms(
+        lift=config.lift_weight * lift(lesson),
+        recency=config.recency_weight * 0.5 ** (age_days / config.recency_half_life_days),
+        validated_bonus=config.validated_bonus if lesson.status == "validated" else 0.0,
+        flagged_penalty=config.flagged_penalty if flagged else 0.0,
+    )
+
+
 def score(
     relevance: float, lesson: Lesson, config: RecallConfig, now: datetime, *, flagged: bool = False
 ) -> float:
     """The re-ranking formula of the module docstring."""
-    age_days = max(0.0, (now - lesson.updated_at).total_seconds() / 86400)
-    recency = 0.5 ** (age_days / config.recency_half_life_days)
-    bonus = config.validated_bonus if lesson.status == "validated" else 0.0
-    penalty = config.flagged_penalty if flagged else 0.0
-    return float(
-        relevance
-        + config.lift_weight * lift(lesson)
-        + config.recency_weight * recency
-        + bonus
-        - penalty
-    )
+    return float(relevance + score_terms(lesson, config, now, flagged=flagged).total)
 
 
 def scopes_of(query: LessonQuery) -> list[str]:
