@@ -41,9 +41,10 @@ def input_evidence(message: str | None, workspace: Path | None) -> str | None:
     decode = _DECODE.search(message)
     if decode:
         return _decode_evidence(files, int(decode.group(1), 16), int(decode.group(2)))
+    texts = [(path, raw.decode("utf-8", errors="replace")) for path, raw in files]
     found: list[str] = []
     for literal in _literals(message)[:MAX_LITERALS]:
-        for path, text in files:
+        for path, text in texts:
             line = _evidence_in(path.relative_to(workspace), text, literal)
             if line:
                 found.append(line)
@@ -63,12 +64,13 @@ def _literals(message: str) -> list[str]:
     return values
 
 
-def _input_files(workspace: Path) -> Iterator[tuple[Path, str]]:
+def _input_files(workspace: Path) -> Iterator[tuple[Path, bytes]]:
+    """The workspace's text files (no NUL in the first 4 KiB), read once."""
     for path in sorted(workspace.rglob("*")):
         if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_FILE_BYTES:
             raw = path.read_bytes()
             if b"\0" not in raw[:4096]:
-                yield path, raw.decode("utf-8", errors="replace")
+                yield path, raw
 
 
 def _evidence_in(name: Path, text: str, literal: str) -> str | None:
@@ -125,9 +127,8 @@ def _column_line(name: Path, column: str, values: list[str]) -> str:
     )
 
 
-def _decode_evidence(files: list[tuple[Path, str]], byte: int, position: int) -> str | None:
-    for path, _ in files:
-        raw = path.read_bytes()
+def _decode_evidence(files: list[tuple[Path, bytes]], byte: int, position: int) -> str | None:
+    for path, raw in files:
         if position < len(raw) and raw[position] == byte:
             around = raw[max(0, position - 20) : position + 20]
             return f"bytes around position {position} of {path.name}: {around!r}"
