@@ -131,6 +131,8 @@ class _Run:
         self.started = time.monotonic()
         # Tokens of refiner calls whose answers were never checked (all repeats).
         self.unrecorded_usage = Usage()
+        # The input previews every generator and refiner prompt shows: read once per run.
+        self.inputs = task.workspace_files()
         self.checks = Checks(
             task,
             sandbox=agent.sandbox,
@@ -230,7 +232,7 @@ class _Run:
         user = prompts.render_generator(
             self.task.goal,
             self.task.output,
-            self.task.workspace_files(),
+            self.inputs,
             render_lessons(lessons) if lessons else "",
             failure,
         )
@@ -367,7 +369,7 @@ class _Run:
             tried=self.tried,
             lessons=render_lessons(lessons) if lessons else "",
             passed_external=passed_external,
-            workspace=self.task.workspace_files(),
+            workspace=self.inputs,
         )
         system = prompts.REFINER_SYSTEM if self.task.output else prompts.REFINER_SYSTEM_TEXT
         return [Message(role="system", content=system), Message(role="user", content=user)]
