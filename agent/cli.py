@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.cli_lessons import lessons_app
-from agent.cli_memory import memory_app
+from agent.cli_memory import MemoryOption, memory_app
 from agent.cli_report import report_app
 from agent.demo import DemoReport
 from agent.errors import LessonloopError
@@ -65,9 +65,7 @@ def run(
     token_budget: Annotated[
         int | None, typer.Option("--token-budget", min=1, help="Tokens one task may spend")
     ] = None,
-    memory: Annotated[
-        str | None, typer.Option("--memory", help="Store: a path or an SQLAlchemy URL")
-    ] = None,
+    memory: MemoryOption = None,
     no_memory: Annotated[bool, typer.Option("--no-memory", help="No recall, no lessons")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON")] = False,
 ) -> None:
@@ -226,9 +224,7 @@ def doctor(
     model: Annotated[
         str | None, typer.Option("--model", help="The model to check (default: the configured)")
     ] = None,
-    memory: Annotated[
-        str | None, typer.Option("--memory", help="Store: a path or an SQLAlchemy URL")
-    ] = None,
+    memory: MemoryOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON")] = False,
 ) -> None:
     """Check this machine: llama.cpp build, model file, a generation, sandbox, embedder, store."""
@@ -270,9 +266,7 @@ def serve(
             "default: $LESSONLOOP_CONSOLE_TOKEN)",
         ),
     ] = None,
-    memory: Annotated[
-        str | None, typer.Option("--memory", help="Store: a path or an SQLAlchemy URL")
-    ] = None,
+    memory: MemoryOption = None,
     results_dir: Annotated[
         Path, typer.Option("--results-dir", help="Where the benchmarks wrote JSON/PNG")
     ] = Path("bench-results"),
@@ -307,9 +301,7 @@ class McpTransport(StrEnum):
 
 @app.command()
 def mcp(
-    memory: Annotated[
-        str | None, typer.Option("--memory", help="Store: a path or an SQLAlchemy URL")
-    ] = None,
+    memory: MemoryOption = None,
     transport: Annotated[
         McpTransport, typer.Option("--transport", help="stdio (launched by a client) or http")
     ] = McpTransport.stdio,

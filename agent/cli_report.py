@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agent.cli_memory import MemoryOption
 from agent.report import build_report
 from agent.session import open_memory
 from agent.settings import Settings
@@ -20,10 +21,6 @@ from memory.quality import QualityReport, quality_report
 
 report_app = typer.Typer(no_args_is_help=True, add_completion=False)
 out = Console()
-
-MemoryOption = Annotated[
-    str | None, typer.Option("--memory", help="Store: a path or an SQLAlchemy URL")
-]
 
 
 @report_app.command("stats")
