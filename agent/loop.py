@@ -41,6 +41,7 @@ from agent.result import (
 )
 from agent.sandbox import Sandbox
 from agent.search import Pool, plan_draws, rank_feedback
+from agent.splice import splice_repair
 from agent.stopping import decide_stop
 from agent.task import Task
 from memory.render import render_lessons
@@ -287,8 +288,13 @@ class _Run:
                     max_tokens=self.cfg.max_tokens,
                     seed=draw,
                 )
+                repaired = (
+                    self.runner_up[0]
+                    if origin == "refine_alt" and self.runner_up
+                    else last.candidate
+                )
                 candidate, cost = (
-                    parse_candidate(completion.text, self.task.output),
+                    splice_repair(repaired, parse_candidate(completion.text, self.task.output)),
                     completion.usage,
                 )
             new = candidate.digest() not in self.digests
