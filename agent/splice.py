@@ -96,7 +96,7 @@ def _first_statement(module: ast.Module) -> ast.stmt | None:
 
 
 def _start(node: ast.stmt) -> int:
-    decorators = getattr(node, "decorator_list", [])
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
     return min([node.lineno, *(d.lineno for d in decorators)])
 
 
