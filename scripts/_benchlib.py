@@ -22,6 +22,7 @@ from rich.table import Table
 from agent.llm.base import LLM, Completion, M, Message
 from agent.result import RunResult
 from agent.task import Task
+from scripts._lesson_audit import LessonAudit, audit
 
 REPO = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
@@ -393,8 +394,10 @@ class LearningResults(BaseModel):
     records: list[RunRecord] = []
     summary: Summary | None = None
     lessons: dict[str, list[dict[str, Any]]] = {}
+    audit: LessonAudit | None = None
 
     def save(self, path: Path) -> None:
-        """Refresh the summary and write the JSON atomically."""
+        """Refresh the summary and the lesson audit (once exported); write the JSON atomically."""
         self.summary = summarise(self.records)
+        self.audit = audit(self.records, self.lessons) if self.lessons else None
         write_json_atomic(path, self.model_dump(mode="json"))

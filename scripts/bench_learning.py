@@ -363,6 +363,13 @@ def run_bench(
                 shutil.rmtree(store_dir, ignore_errors=True)
     if results.summary is not None:
         print_summary(results.summary, console)
+    if results.audit is not None:
+        a = results.audit
+        console.print(
+            f"lessons stored: {a.lessons}, with a verified fix {a.verified} (unverified share "
+            f"{a.unverified_share}); citing an unsolved run {a.from_unsolved_runs}; "
+            f"recalls {a.recalls}, of such lessons {a.recalls_of_unsolved}"
+        )
     console.print(f"wrote {path} and {out / results.png}")
     return results
 

@@ -20,6 +20,7 @@ from agent.sandbox import Limits, Sandbox
 from agent.task import load_task
 from memory import HashEmbedder, LessonNotFoundError, Memory
 from scripts._benchlib import RunRecord, discover_tasks, round_robin, select_tasks, summarise
+from scripts._lesson_audit import audit
 from scripts.bench_learning import BenchConfig, fit_budget, plan, run_bench
 from tests.helpers import GEN, REFINE, code, fix
 
@@ -176,6 +177,11 @@ def test_three_conditions_learn_recall_and_write_results(tmp_path: Path, sandbox
     assert not any(r.recalled_seed or r.recalled_reflection for r in by["none"])
     assert any(r.recalled_reflection for r in by["learning"])  # a later money task recalled
     assert sum(r.lessons_created for r in by["learning"]) >= 2  # once per order's first failure
+    # Every stored lesson carries its verified change and comes from a solved run.
+    audit = data["audit"]
+    assert audit["lessons"] >= 2 and audit["verified"] == audit["lessons"]
+    assert audit["unverified_share"] == 0.0 and audit["from_unsolved_runs"] == 0
+    assert audit["recalls"] >= 1 and audit["recalls_of_unsolved"] == 0
 
     # Through the store itself: the lesson exists, was recalled, and its uses were recorded.
     with Memory.open(str(out / "stores" / "learning-s0-o0"), embedder=HashEmbedder()) as memory:
@@ -206,3 +212,29 @@ def test_ctrl_c_keeps_partial_results(tmp_path: Path, sandbox: Sandbox) -> None:
     assert results.interrupted and data["interrupted"]
     assert 0 < len(data["records"]) < 12
     assert (out / "bench_learning.png").is_file()
+
+
+def test_the_audit_counts_unverified_lessons_and_recalls_of_unsolved_runs() -> None:
+    def rec(position: int, passed: bool, recalled: tuple[str, ...] = ()) -> RunRecord:
+        return RunRecord(
+            condition="learning", seed=0, order=0, position=position, phase="train",
+            task_id=f"t{position}", family="f", passed=passed, first_round_passed=False,
+            rounds=2, stop_reason="passed" if passed else "max_rounds", tokens=1, seconds=1.0,
+            recalled_seed=recalled,
+        )  # fmt: skip
+
+    def lesson(lesson_id: str, fix: str, run: int, error_type: str = "ValueError") -> dict:
+        evidence = [{"run_id": f"learning-0-0-{run}", "excerpt": "x"}]
+        return {"id": lesson_id, "fix": fix, "error_type": error_type, "evidence": evidence}
+
+    records = [rec(0, True), rec(1, False), rec(2, True, ("good", "junk")), rec(3, True, ("junk",))]
+    stored = {
+        "learning-s0-o0": [
+            lesson("good", "strip it. verified change: replace `a` with `b`", 0),
+            lesson("junk", "Ensure the file has the correct column order", 1),
+            lesson("proc", "read the header first", 2, error_type="process"),
+        ]
+    }
+    found = audit(records, stored)
+    assert (found.lessons, found.verified, found.unverified_share) == (3, 2, 0.333)
+    assert (found.from_unsolved_runs, found.recalls, found.recalls_of_unsolved) == (1, 3, 2)
