@@ -9,6 +9,8 @@ Every import counts, also the lazy ones inside functions and under TYPE_CHECKING
 from __future__ import annotations
 
 import ast
+import importlib
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,3 +135,12 @@ def test_the_rule_sees_every_kind_of_import(tmp_path: Path) -> None:
         "memory.bad imports agent.loop",
         "retrospectives.learn imports agent.app.session.finish_run",
     ]
+
+
+def test_the_console_script_and_python_m_agent_start_the_app() -> None:
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, name = scripts["lessonloop"].partition(":")
+    assert module.startswith("agent.app.")
+    assert callable(getattr(importlib.import_module(module), name))
+    main = ROOT / "agent" / "__main__.py"
+    assert f"from {module} import {name}" in main.read_text()
