@@ -1,5 +1,5 @@
 """`python -m agent` is the `lessonloop` command."""
 
-from agent.cli import main
+from agent.app.cli import main
 
 main()

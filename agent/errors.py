@@ -91,7 +91,7 @@ class UnsafePathError(ModelOutputError):
 
 
 class ToolCallError(LessonloopError):
-    """A call of an MCP tool (agent/mcp_tools.py) that cannot be done as asked.
+    """A call of an MCP tool (agent/app/mcp_tools.py) that cannot be done as asked.
 
     The message is read by the calling model: it says what to change (an unknown run id,
     a run already reported, a lesson of another scope).

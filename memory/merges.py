@@ -37,7 +37,7 @@ from memory.schema import (
     evidence_json,
     utcnow,
 )
-from memory.types import Evidence, Lesson, LessonStatus, LessonText
+from memory.types import Lesson, LessonStatus, LessonText, MergedCounts
 
 ACTIVE: tuple[LessonStatus, ...] = ("candidate", "validated")
 
@@ -50,7 +50,7 @@ class MergeConflictError(MemoryUsageError):
     """The lessons of a merge changed after it (undo later merges first, or it was undone)."""
 
 
-class MergePlan(LessonText):
+class MergePlan(LessonText, MergedCounts):
     """What a merge will write: the canonical's text and counters, decided by consolidation.
 
     `expected` holds each touched lesson's `updated_at` (compare-and-set). The store embeds
@@ -64,13 +64,6 @@ class MergePlan(LessonText):
     leader_id: str
     member_ids: tuple[str, ...]  # lessons that become status "merged"
     expected: dict[str, datetime]
-    status: LessonStatus
-    seen: int
-    recalled: int
-    helped: int
-    misled: int
-    evidence: tuple[Evidence, ...]
-    merged_from: tuple[str, ...]
     written_by: str = ""
 
 

@@ -34,10 +34,10 @@ class LessonText(BaseModel):
     """The words of a lesson: what was seen, why, what fixes it, and when that applies.
 
     The shared base of what carries a lesson's text before it is stored (drafts, merge
-    plans, canonical texts). `Lesson` (a stored lesson: id first), the export's
-    `LessonRecord` (a file format with its own documented key order and bounds) and the SQL
-    row declare the same fields themselves; tests/memory/test_memory_units.py keeps the
-    declarations from drifting apart.
+    plans, canonical texts; the counts a merge carries over are `MergedCounts`). `Lesson` (a
+    stored lesson: id first), the export's `LessonRecord` (a file format with its own
+    documented key order and bounds) and the SQL row declare the same fields themselves;
+    tests/memory/test_memory_units.py keeps the declarations from drifting apart.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -46,6 +46,24 @@ class LessonText(BaseModel):
     root_cause: str
     fix: str
     applies_when: str = ""
+
+
+class MergedCounts(BaseModel):
+    """What a canonical lesson carries over from the lessons merged into it.
+
+    The shared base of the consolidation's canonical (`retrospectives.canonical.Canonical`,
+    what it decided) and the memory's `MergePlan` (what the merge writes).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    status: LessonStatus
+    seen: int
+    recalled: int
+    helped: int
+    misled: int
+    evidence: tuple[Evidence, ...]
+    merged_from: tuple[str, ...]
 
 
 class LessonDraft(LessonText):

@@ -14,11 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from agent.errors import BackendError, ModelOutputError
 from agent.llm.base import LLM, Message, Usage
-from memory.types import Evidence, Lesson, LessonStatus, LessonText
+from memory.types import Evidence, Lesson, LessonText, MergedCounts
 from retrospectives import prompts
 
 MAX_EVIDENCE = 50
@@ -39,19 +39,10 @@ class CanonicalAnswer(LessonText):
     applies_when: str = Field(default="", max_length=800)
 
 
-class Canonical(BaseModel):
-    """Everything a merge writes into the canonical lesson."""
-
-    model_config = ConfigDict(frozen=True)
+class Canonical(MergedCounts):
+    """Everything a merge writes into the canonical lesson: its text and the merged counts."""
 
     text: CanonicalText
-    status: LessonStatus
-    seen: int
-    recalled: int
-    helped: int
-    misled: int
-    evidence: tuple[Evidence, ...]
-    merged_from: tuple[str, ...]
     written_by: WrittenBy
     fix_groups: int
     usage: Usage = Field(default_factory=Usage)

@@ -1,7 +1,7 @@
 """After a finished run: write the lessons, update lift, maybe trigger consolidation.
 
 This is what `lessonloop run` calls once `ReflectiveAgent.run` returned and the run's outcome
-is stored (`agent.session.finish_run`, the owner of the run lifecycle):
+is stored (`agent.app.session.finish_run`, the owner of the run lifecycle):
 
     report = learn(result, memory=memory, retrospective=Retrospective(llm))
 
@@ -91,7 +91,7 @@ def learn(
     if not _finished(memory, result.run_id):
         raise UnfinishedRunError(
             f"run {result.run_id} has no stored outcome: finish it first "
-            "(agent.session.finish_run), so the lessons it recalled are scored"
+            "(agent.app.session.finish_run), so the lessons it recalled are scored"
         )
     outcome = retrospective.analyse(result)
     added = memory.add_many(list(outcome.drafts), run_id=result.run_id)

@@ -47,6 +47,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from agent.app.settings import Settings
 from agent.candidate import Candidate
 from agent.errors import BackendError, ConfigurationError
 from agent.llm.base import LLM, Completion, M, Message, Usage
@@ -54,7 +55,6 @@ from agent.llm.resolve import resolve_llm
 from agent.loop import LoopConfig, LoopEvent, ReflectiveAgent
 from agent.result import RoundRecord, RunResult
 from agent.sandbox import Limits, Sandbox
-from agent.settings import Settings
 from agent.task import Task
 from memory.types import NullRecall
 

@@ -54,11 +54,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from agent.app.session import finish_run, start_run
 from agent.llm.base import LLM
 from agent.loop import LoopConfig, ReflectiveAgent
 from agent.result import RunResult
 from agent.sandbox import Limits, Sandbox
-from agent.session import finish_run, start_run
 from agent.task import Task, load_task
 from memory import Embedder, HashEmbedder, LessonFilter, Memory, MiniLMEmbedder, NullRecall
 from memory.types import LessonQuery, Recall, RecallStage, ScoredLesson
@@ -375,8 +375,8 @@ def run_bench(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from agent.app.settings import Settings
     from agent.llm.resolve import resolve_llm
-    from agent.settings import Settings
 
     config, out, keep = parse_args(argv)
     _interrupt_on_signals()

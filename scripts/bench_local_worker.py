@@ -24,11 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.console import Console  # noqa: E402
 
+from agent.app.settings import Settings  # noqa: E402
 from agent.llm.base import Message  # noqa: E402
 from agent.llm.build_check import compiled_features, llama_system_info  # noqa: E402
 from agent.llm.local import LocalLLM, default_threads  # noqa: E402
 from agent.llm.resolve import resolve_llm  # noqa: E402
-from agent.settings import Settings  # noqa: E402
 from scripts._benchlib import REPO, write_json_atomic  # noqa: E402
 
 PROMPTS = [

@@ -199,8 +199,8 @@ def print_report(report: RetroReport, console: Console) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from agent.app.settings import Settings
     from agent.llm.resolve import resolve_llm
-    from agent.settings import Settings
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("task_dirs", nargs="*", type=Path, default=[TRAPS])

@@ -41,13 +41,13 @@ from rich.console import Console
 from rich.table import Table
 from typer.testing import CliRunner
 
+from agent.app.cli_lessons import lessons_app
+from agent.app.session import finish_run
 from agent.candidate import Candidate
-from agent.cli_lessons import lessons_app
 from agent.feedback import Feedback
 from agent.llm.base import Usage
 from agent.llm.scripted import ScriptedLLM
 from agent.result import RoundRecord, RunResult
-from agent.session import finish_run
 from memory import HashEmbedder, Lesson, LessonDraft, LessonQuery, Memory, render_lessons
 from memory.export import export_lessons, header_line, import_lessons, lesson_line
 from memory.redact import redact, secret_kinds

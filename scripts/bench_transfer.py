@@ -104,8 +104,8 @@ def run_case(a: Task, b: Task, llm: LLM, sandbox: Sandbox, k: int) -> Case:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from agent.app.settings import Settings
     from agent.llm.resolve import resolve_llm
-    from agent.settings import Settings
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     p.add_argument("task_dirs", nargs="*", type=Path, default=[TRAPS])

@@ -1,7 +1,7 @@
 """`lessonloop lessons ...` and `lessonloop memory ...` end to end, through typer's runner.
 
 Real components: SQLite + embedded chromadb in tmp_path, opened by the CLI itself with the
-real MiniLM embedder (agent.session.open_memory). MiniLM is loaded again by every command
+real MiniLM embedder (agent.app.session.open_memory). MiniLM is loaded again by every command
 that embeds (import, search, edit, repair), so the seeded store is built once per module
 and copied for the tests that change it.
 """
@@ -18,8 +18,8 @@ import pytest
 import typer
 from typer.testing import CliRunner, Result
 
-from agent.cli_lessons import StatusChoice, lessons_app
-from agent.cli_memory import memory_app
+from agent.app.cli_lessons import StatusChoice, lessons_app
+from agent.app.cli_memory import memory_app
 from memory import Memory, MiniLMEmbedder, faults
 from memory.export import header_line
 from memory.types import LessonStatus
@@ -95,7 +95,7 @@ def seed_lines() -> list[str]:
 
 
 def root_app() -> typer.Typer:
-    """The root command, mounted exactly as agent/cli.py mounts the sub-apps."""
+    """The root command, mounted exactly as agent/app/cli.py mounts the sub-apps."""
     app = typer.Typer(no_args_is_help=True, add_completion=False)
 
     @app.callback()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.doctor import Check, check_build, check_memory, check_sandbox, run_doctor
-from agent.session import open_memory
-from agent.settings import Settings
+from agent.app.doctor import Check, check_build, check_memory, check_sandbox, run_doctor
+from agent.app.session import open_memory
+from agent.app.settings import Settings
 from memory.types import LessonDraft
 
 

@@ -12,10 +12,10 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
+from agent.app.settings import Settings
 from agent.errors import BackendError, ConfigurationError, ModelCrashedError, ModelFileError
 from agent.llm import LLM, Message, resolve_llm
 from agent.llm.local import LocalLLM, default_threads, grammar_schema
-from agent.settings import Settings
 
 FAKE_WORKER = Path(__file__).parent / "fakes" / "crashing_worker.py"
 HI = [Message(role="user", content="hi")]

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from agent.app.settings import Settings
 from agent.errors import ConfigurationError, ModelFileError
 from agent.llm import Message, resolve_llm
 from agent.llm.local import LocalLLM
 from agent.llm.scripted import ScriptedLLM
-from agent.settings import Settings
 
 
 def settings(tmp_path: Path, **values: Any) -> Settings:

@@ -1,4 +1,4 @@
-"""The MCP tools as plain methods (agent/mcp_tools.py), on an in-memory store: no transport.
+"""The MCP tools as plain methods (agent/app/mcp_tools.py), on an in-memory store: no transport.
 
 The end-to-end tests over the SDK's stdio and HTTP clients are in test_mcp_e2e.py.
 """
@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from agent.app.mcp_server import check_bind
+from agent.app.mcp_tools import LessonTools
 from agent.errors import ConfigurationError, ToolCallError
-from agent.mcp_server import check_bind
-from agent.mcp_tools import LessonTools
 from memory import LessonNotFoundError, Memory
 from memory.curate import TransitionError
 

@@ -1,4 +1,4 @@
-"""agent/report.py: the HTML parses, every image is a real PNG, the tables carry figures.
+"""agent/app/report.py: the HTML parses, every image is a real PNG, the tables carry figures.
 
 The benchmark results are made with the scripts' own models (the JSON is the contract), the
 memory is a real in-memory store. With Debian's chromium installed, the page is also
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from agent.report import build_report, latest_learning
+from agent.app.report import build_report, latest_learning
 from memory import HashEmbedder, LessonDraft, Memory
 from memory.quality import ranking_metrics
 from scripts._benchlib import LearningResults, RunRecord, plot_curves

@@ -14,10 +14,10 @@ import pytest
 from pydantic import BaseModel
 
 from agent import prompts as agent_prompts
+from agent.app.settings import Settings
 from agent.critic import Critique
 from agent.errors import StructuredOutputError
 from agent.llm import LLM, Message, resolve_llm
-from agent.settings import Settings
 from retrospectives import prompts as retro_prompts
 from retrospectives.canonical import CanonicalAnswer
 from retrospectives.extract import LessonAnalysis

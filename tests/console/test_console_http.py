@@ -13,10 +13,10 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from agent.console.app import create_app
-from agent.console.changes import ChangeLog
-from agent.console.data import ConsoleData
-from agent.console.security import COOKIE, ConsoleAccessError, check_bind
+from agent.app.console.app import create_app
+from agent.app.console.changes import ChangeLog
+from agent.app.console.data import ConsoleData
+from agent.app.console.security import COOKIE, ConsoleAccessError, check_bind
 from memory import LessonDraft, Memory
 from tests.console.seed import XSS, env_for, open_store
 from tests.console.server import console

@@ -1,4 +1,4 @@
-"""agent/console/trajectory.py: diffs between rounds, a missing or broken trajectory.json."""
+"""agent/app/console/trajectory.py: diffs between rounds, a missing or broken trajectory.json."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from agent.app.console.trajectory import TrajectoryError, diff_files, load, rounds
 from agent.candidate import Candidate
-from agent.console.trajectory import TrajectoryError, diff_files, load, rounds
 from tests.retro.builders import CRASH, GOOD, OK, VALUE_ERROR, candidate, record, run
 
 

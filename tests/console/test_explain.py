@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from agent.console.explain import explain
+from agent.app.console.explain import explain
 from memory.recall import RecallConfig, score
 from memory.schema import utcnow
 from memory.types import Lesson, ScoredLesson

@@ -143,14 +143,19 @@ def test_the_lesson_declarations_do_not_drift_apart() -> None:
     from memory.export import LessonRecord
     from memory.merges import MergePlan
     from memory.schema import LessonRow
-    from memory.types import LessonDraft, LessonText
+    from memory.types import LessonDraft, LessonText, MergedCounts
+    from retrospectives.canonical import Canonical, CanonicalAnswer
 
     text = set(LessonText.model_fields)
     assert text == {"symptom", "root_cause", "fix", "applies_when"}
-    for model in (LessonDraft, MergePlan):
+    for model in (LessonDraft, MergePlan, CanonicalAnswer):
         assert issubclass(model, LessonText)
+    # What a merge carries over is declared once for the consolidation and the memory.
+    for model in (Canonical, MergePlan):
+        assert issubclass(model, MergedCounts)
     stored = set(Lesson.model_fields)
     assert text < stored
+    assert set(MergedCounts.model_fields) < stored
     assert set(LessonRecord.model_fields) == stored  # the export holds every lesson field
     assert stored < set(LessonRow.model_fields)  # the row adds vectors and index state
     assert set(LessonRow.model_fields) - stored == {"dedup_vector", "index_state"}

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from agent.app import cli_retro as cli
 from memory.embeddings import HashEmbedder
 from memory.store import Memory
-from retrospectives import cli
 from retrospectives.consolidate import ConsolidationConfig, Consolidator
 from retrospectives.worker import parse_duration, run_periodic
 from tests.retro.test_consolidate import BOM, CURRENCY, draft

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from agent.app.settings import Settings
 from agent.llm.resolve import resolve_llm
-from agent.settings import Settings
 from retrospectives.extract import LessonAnalysis, Retrospective
 from tests.retro.builders import fixed_once
 

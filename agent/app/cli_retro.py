@@ -14,11 +14,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agent.app.session import open_memory
+from agent.app.settings import Settings
 from agent.errors import LessonloopError
 from agent.llm.base import LLM
 from agent.llm.resolve import resolve_llm
-from agent.session import open_memory
-from agent.settings import Settings
 from memory import LessonLift
 from memory.embeddings import Embedder
 from memory.errors import LessonMemoryError

@@ -1,4 +1,4 @@
-"""What the console's pages show: frozen views assembled by `agent.console.data`."""
+"""What the console's pages show: frozen views assembled by `agent.app.console.data`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.console.trajectory import RoundView
-from agent.report import LearningRun, RecallRun
+from agent.app.console.trajectory import RoundView
+from agent.app.report import LearningRun, RecallRun
 from memory.curate import LessonStats
 from memory.lift import LessonLift, ReviewFlag
 from memory.merges import MergeRecord

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.app.settings import Settings
 from agent.errors import LessonloopError
-from agent.settings import Settings
 
 if TYPE_CHECKING:
     from memory.types import LessonDraft

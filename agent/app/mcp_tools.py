@@ -1,7 +1,7 @@
 """What `lessonloop mcp` offers an assistant, as plain methods over the public memory API.
 
 `LessonTools(memory)` holds one open `Memory` (so the embedder is loaded once) and answers
-each tool call with a frozen model; agent/mcp_server.py only registers these methods with the
+each tool call with a frozen model; agent/app/mcp_server.py only registers these methods with the
 MCP SDK and picks the transport, so every tool can be tested here without one.
 
 Runs: an assistant with its own loop calls `start_run` (a run id), `recall_lessons(...,

@@ -1,6 +1,6 @@
 """The console's ASGI app: pages over `ConsoleData`, forms that POST back, no logic of its own.
 
-    app = create_app(data, token=None)      # served by `agent.console.serve`
+    app = create_app(data, token=None)      # served by `agent.app.console.serve`
 
 Routes: /lessons (table, filters, recall search), /lessons/{id} (detail, edit, approve,
 deprecate), /review, /merges, /merges/{id} (undo), /runs, /runs/{id}, /health. Every POST
@@ -27,16 +27,16 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from agent.console.data import EDITABLE, HYGIENE_WAIT_S, ConsoleData
-from agent.console.models import Decision
-from agent.console.security import CSRF_FIELD, GuardMiddleware, csrf_guard, new_csrf_token
+from agent.app.console.data import EDITABLE, HYGIENE_WAIT_S, ConsoleData
+from agent.app.console.models import Decision
+from agent.app.console.security import CSRF_FIELD, GuardMiddleware, csrf_guard, new_csrf_token
 from memory import LessonFilter, LessonNotFoundError, MemoryUsageError
 from memory.types import LessonSort
 
 PAGE_SIZE = 50
 SORTS: tuple[LessonSort, ...] = ("created_at", "updated_at", "seen", "recalled", "helped", "misled")
 STATUSES = ("candidate", "validated", "deprecated", "merged")
-_HERE = Path(str(files("agent.console")))
+_HERE = Path(str(files("agent.app.console")))
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import uvicorn
 
-from agent.console.app import create_app
-from agent.console.changes import ChangeLog
-from agent.console.data import ConsoleData
-from agent.console.security import check_bind
+from agent.app.console.app import create_app
+from agent.app.console.changes import ChangeLog
+from agent.app.console.data import ConsoleData
+from agent.app.console.security import check_bind
+from agent.app.session import open_memory
+from agent.app.settings import Settings
 from agent.errors import ConfigurationError
-from agent.session import open_memory
-from agent.settings import Settings
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -14,16 +14,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agent.cli_lessons import lessons_app
-from agent.cli_memory import MemoryOption, memory_app
-from agent.cli_report import report_app
-from agent.demo import DemoReport
+from agent.app.cli_lessons import lessons_app
+from agent.app.cli_memory import MemoryOption, memory_app
+from agent.app.cli_report import report_app
+from agent.app.cli_retro import retro_app
+from agent.app.demo import DemoReport
+from agent.app.session import SessionResult, open_memory, run_task
+from agent.app.settings import Settings
 from agent.errors import LessonloopError
 from agent.loop import LoopEvent
-from agent.session import SessionResult, open_memory, run_task
-from agent.settings import Settings
 from memory import LessonMemoryError
-from retrospectives.cli import retro_app
 
 # What a user can act on: our own errors, the memory's, and a bad LESSONLOOP_* value
 # (pydantic's ValidationError from Settings). Anything else is a bug and keeps its traceback.
@@ -145,7 +145,7 @@ def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON")] = False,
 ) -> None:
     """Watch it learn: task A teaches a lesson, task B uses it, task B without memory compares."""
-    from agent.demo import run_demo
+    from agent.app.demo import run_demo
 
     if tasks is not None and len(tasks) != 2:
         err.print(Text("error: ", style="red") + Text("give two task directories, or none"))
@@ -228,7 +228,7 @@ def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON")] = False,
 ) -> None:
     """Check this machine: llama.cpp build, model file, a generation, sandbox, embedder, store."""
-    from agent.doctor import Check, run_doctor
+    from agent.app.doctor import Check, run_doctor
 
     try:
         settings = Settings.from_env(model=model, memory=memory)
@@ -272,7 +272,7 @@ def serve(
     ] = Path("bench-results"),
 ) -> None:
     """The lesson console: a local web app to search, inspect and curate the lessons."""
-    from agent.console.serve import serve as run_console
+    from agent.app.console.serve import serve as run_console
 
     try:
         settings = Settings.from_env(memory=memory)
@@ -293,7 +293,7 @@ def serve(
 
 
 class McpTransport(StrEnum):
-    """`--transport` values (agent.mcp_server.Transport)."""
+    """`--transport` values (agent.app.mcp_server.Transport)."""
 
     stdio = "stdio"
     http = "http"
@@ -317,8 +317,8 @@ def mcp(
     ] = None,
 ) -> None:
     """Serve the memory to any assistant over MCP: recall, record, report outcomes, curate."""
-    from agent.mcp_server import check_bind, serve
-    from agent.mcp_tools import LessonTools
+    from agent.app.mcp_server import check_bind, serve
+    from agent.app.mcp_tools import LessonTools
 
     try:
         if transport is McpTransport.http:

@@ -12,10 +12,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agent.cli_memory import MemoryOption
-from agent.report import build_report
-from agent.session import open_memory
-from agent.settings import Settings
+from agent.app.cli_memory import MemoryOption
+from agent.app.report import build_report
+from agent.app.session import open_memory
+from agent.app.settings import Settings
 from memory import curate
 from memory.quality import QualityReport, quality_report
 

@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from agent.cli_memory import (
+from agent.app.cli_memory import (
     JsonOption,
     MemoryOption,
     fail,

@@ -22,18 +22,18 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.app.session import SessionResult, open_memory, run_task
+from agent.app.settings import Settings
 from agent.errors import ConfigurationError
 from agent.llm.base import LLM
 from agent.llm.resolve import resolve_llm
 from agent.loop import Observer
-from agent.session import SessionResult, open_memory, run_task
-from agent.settings import Settings
 from agent.task import load_task
 from memory.types import Lesson
 
 # The default pair: one trap family, two tasks with different data and goals.
 DEFAULT_TASKS = ("currency_01_invoices", "currency_02_expenses")
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "traps"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "traps"
 
 
 class DemoStep(BaseModel):

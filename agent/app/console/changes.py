@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agent.console.models import Change
+from agent.app.console.models import Change
 from memory.schema import utcnow
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from agent.console.models import SearchHit
+from agent.app.console.models import SearchHit
 from memory.recall import RecallConfig, score_terms
 from memory.types import ScoredLesson
 

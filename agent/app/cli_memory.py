@@ -1,6 +1,6 @@
 """`lessonloop memory ...`: keep the derived vector index in step with SQL.
 
-Also what the lesson commands (agent/cli_lessons.py) share: `--memory`, `--json`, opening
+Also what the lesson commands (agent/app/cli_lessons.py) share: `--memory`, `--json`, opening
 and closing the store, error-to-exit-code mapping, progress bars, lesson rendering.
 Parses, calls the public API, prints.
 
@@ -26,8 +26,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from agent.session import open_memory
-from agent.settings import Settings
+from agent.app.session import open_memory
+from agent.app.settings import Settings
 from memory import LessonMemoryError, Memory, MemoryUsageError
 from memory.types import DriftReport, Lesson
 

@@ -21,10 +21,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from agent.console import trajectory
-from agent.console.changes import ChangeLog
-from agent.console.explain import explain
-from agent.console.models import (
+from agent.app.console import trajectory
+from agent.app.console.changes import ChangeLog
+from agent.app.console.explain import explain
+from agent.app.console.models import (
     Decision,
     Facets,
     FlaggedLesson,
@@ -39,7 +39,7 @@ from agent.console.models import (
     SearchResult,
     Snapshot,
 )
-from agent.report import latest_learning, latest_recall
+from agent.app.report import latest_learning, latest_recall
 from memory import (
     Lesson,
     LessonFilter,

@@ -1,6 +1,6 @@
 """`lessonloop mcp`: the memory's tools over the Model Context Protocol (official `mcp` SDK).
 
-`build_server(LessonTools(memory))` registers the tools of agent/mcp_tools.py with typed input
+`build_server(LessonTools(memory))` registers the tools of agent/app/mcp_tools.py with typed input
 schemas and a resource per scope; `serve(...)` runs it over stdio (what desktop assistants
 launch) or streamable HTTP. Over HTTP the server listens on a loopback address only, unless a
 token is set: then every request must carry `Authorization: Bearer TOKEN`.
@@ -23,8 +23,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from agent.errors import ConfigurationError, ToolCallError
-from agent.mcp_tools import (
+from agent.app.mcp_tools import (
     DeprecateAnswer,
     LessonDetail,
     LessonTools,
@@ -34,6 +33,7 @@ from agent.mcp_tools import (
     RunAnswer,
     SearchAnswer,
 )
+from agent.errors import ConfigurationError, ToolCallError
 from memory import LessonMemoryError, MemoryBackendError, MemoryConfigError
 
 Transport = Literal["stdio", "http"]
