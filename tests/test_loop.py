@@ -216,7 +216,7 @@ def test_seed_query_is_the_goal_with_input_heads_and_each_head_as_a_surface_view
 ) -> None:
     task = make_task(tmp_path)
     assert task.workspace is not None
-    (task.workspace / "amounts.csv").write_text("id,amount\n1,$860.45\n2,\"$4,332.59\"\n3,$9\n")
+    (task.workspace / "amounts.csv").write_text('id,amount\n1,$860.45\n2,"$4,332.59"\n3,$9\n')
     recall = _OneLessonRecall()
     llm = ScriptedLLM.by_system({GEN: [code(GOOD)]})
     ReflectiveAgent(llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), runs_dir=None).run(task)
