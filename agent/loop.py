@@ -145,7 +145,8 @@ class _Run:
     # -- the loop -------------------------------------------------------------------------
 
     def execute(self) -> RunResult:
-        lessons = self._recall("seed", self._seed_text(), ())
+        text, surface = seed_query(self.task)
+        lessons = self._recall("seed", text, (), surface)
         t0 = time.monotonic()
         first, usage = self._generate(lessons)
         self.agent._emit(LoopEvent("generated", 1, "generate", usage, time.monotonic() - t0))
@@ -204,10 +205,15 @@ class _Run:
     # -- steps ----------------------------------------------------------------------------
 
     def _recall(
-        self, stage: RecallStage, text: str, error_types: tuple[str, ...]
+        self,
+        stage: RecallStage,
+        text: str,
+        error_types: tuple[str, ...],
+        surface: tuple[str, ...] = (),
     ) -> Sequence[ScoredLesson]:
         query = LessonQuery(
             text=text,
+            surface=surface,
             scope=self.task.scope,
             error_types=error_types,
             stage=stage,
@@ -431,14 +437,19 @@ class _Run:
     def _spent(self) -> int:
         return self._spent_usage().total_tokens
 
-    def _seed_text(self) -> str:
-        # The goal plus the first lines of the inputs: lessons are indexed by symptom and
-        # root cause, and the data's surface ("$1,299.99", a BOM) is what they share.
-        parts = [self.task.goal]
-        for name, preview in self.task.workspace_files(max_bytes=300).items():
-            head = "\n".join(preview.splitlines()[:3])
-            parts.append(f"--- {name} ---\n{head}")
-        return "\n".join(parts)
+
+def seed_query(task: Task) -> tuple[str, tuple[str, ...]]:
+    """The task-start query: (goal + the head of each input file, each head on its own).
+
+    Lessons are indexed by symptom and root cause, and the data's surface ("$1,299.99", a BOM)
+    is what a task start shares with them; in the joined text the goal's words dominate the
+    embedding, so recall also scores each head alone (`LessonQuery.surface`, max fusion).
+    """
+    heads = [
+        f"--- {name} ---\n" + "\n".join(preview.splitlines()[:3])
+        for name, preview in task.workspace_files(max_bytes=300).items()
+    ]
+    return "\n".join([task.goal, *heads]), tuple(heads)
 
 
 def _error_types(feedback: Feedback) -> tuple[str, ...]:

@@ -38,9 +38,20 @@ from memory.schema import LessonRow
 RECALLABLE = ("candidate", "validated")
 
 
+# Symbols that carry a data format and that `\w+` drops: currency signs, percent, the
+# delimiters a CSV may use instead of a comma, and a byte order mark (raw, or escaped as
+# Python shows it in a header repr and as `agent.task.preview_bytes` shows it in a file's
+# head). A task's data and a lesson's symptom often share little else: '$860.45' in one file,
+# '$4,332.59' in the other. Each becomes a token of its own ("ufeff" for the BOM).
+_TOKEN = re.compile(r"\w+|[$€£¥%;|]|\ufeff|\\ufeff")
+
+
 def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens: the plain keyword view of a text."""
-    return re.findall(r"\w+", text.lower())
+    """Lower-cased word tokens plus the data symbols above: the keyword view of a text."""
+    return [
+        "ufeff" if token in ("\ufeff", "\\ufeff") else token
+        for token in _TOKEN.findall(text.lower())
+    ]
 
 
 class _Posting:

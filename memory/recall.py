@@ -15,13 +15,21 @@ cause shows up under several exceptions (a BOM is a KeyError in one program, a V
 JSONDecodeError in another). On the labelled set (scripts/bench_recall.py) a ranking boost for
 the query's types helped nothing, so the type gates and does not reorder.
 
-Seed gate (optional, `seed_min_similarity`): at the seed stage (task start) there is no
-error type to gate on, and the cut alone hands lessons to most unrelated *error texts* sent as
-seed queries (scripts/bench_recall.py, "seed stage, error text"). With the gate recall answers
-only if its best candidate reaches it (all or nothing: the lessons below it that rank with the
-best one stay, so hit@3 is not cut twice). A query that sets its own `min_similarity` is not
-gated. Off by default: on the loop's real task-start text the 0.40 cut already gives unrelated
-tasks nothing, and 0.55 drops the right lesson of most related tasks (the demo's task B too).
+Surface views (`LessonQuery.surface`): the loop's task-start text is the goal plus the head
+of each input file, and the goal's words dominate its embedding, while a lesson's symptom
+describes the data ("in the input: values of column 'amount' ...: '$860.45', ..."). So the
+loop also sends each file's head on its own; a lesson's similarity is then its best cosine
+over the query text and these views (max fusion), for the cut, the gate and the ranking.
+
+Seed gate: at the seed stage (task start) there is no error type to gate on. There recall
+answers only if its best candidate reaches the cut (`min_similarity`, or `seed_min_similarity`
+when that is higher), and then candidates need only the cut minus `seed_cut_margin` (0.10): a
+lesson that shares the data's surface but little wording ranks beside the best one (all or
+nothing, so hit@3 is not cut twice). A query that sets its own `min_similarity` is not gated.
+The margin was chosen on one half of the trap tasks (scripts/bench_recall.py, "seed stage,
+trap tasks") and reported on the other. Error texts sent as seed queries ("seed stage, error
+text") need `seed_min_similarity` 0.55 to silence unrelated errors, which drops the right
+lesson of most real task starts: off by default, the loop sends task starts.
 
 Ranking, for each candidate:
 
@@ -70,10 +78,10 @@ class RecallConfig:
 
     min_similarity: float
     # Seed stage (task start, no error types to gate on): recall answers only if its best
-    # candidate reaches this cosine, else nothing. None (the default): no seed gate; 0.55 is
-    # the measured setting, off by default because the loop's task-start text (goal + data
-    # head) rarely reaches it even for the right lesson. See "Seed gate" in the docstring.
+    # candidate reaches max(min_similarity, this), else nothing; None: min_similarity.
     seed_min_similarity: float | None = None
+    # ... and then candidates need only the cut minus this. See "Seed gate" in the docstring.
+    seed_cut_margin: float = 0.10
     # Cosine of root cause + fix embeddings above which a lower-ranked lesson is dropped as
     # saying the same thing; equal to the dedup threshold: such lessons would have been
     # merged had they shared scope and error type.
@@ -220,34 +228,47 @@ class _Search:
     def __init__(
         self,
         query: LessonQuery,
-        vector: list[float],
+        vectors: Sequence[list[float]],
         index: LessonIndex,
         lexical: LexicalIndex,
         db: Database,
         cut: float,
     ) -> None:
         self.query, self.index, self.db, self.cut = query, index, db, cut
-        self.vector = np.asarray(vector, dtype=np.float32)
+        # The query text's vector first, then one per surface view (max fusion).
+        self.views = np.asarray(vectors, dtype=np.float32)
         self.scopes = scopes_of(query)
         self.bm25 = lexical.search(query.text, self.scopes)
         self.similarity: dict[str, float] = {}
 
     def nearest(self, n: int, where: dict[str, Any] | None) -> list[Hit]:
-        """Vector neighbours; their similarities are remembered."""
-        hits = self.index.query(self.vector.tolist(), n, scopes=self.scopes, where=where)
-        for hit in hits:
-            self.similarity[hit.lesson_id] = hit.similarity
-        return hits
+        """Vector neighbours (of any view); their similarities are remembered."""
+        if len(self.views) == 1:
+            hits = self.index.query(self.views[0].tolist(), n, scopes=self.scopes, where=where)
+            for hit in hits:
+                self.similarity[hit.lesson_id] = hit.similarity
+            return hits
+        found = {
+            hit.lesson_id
+            for view in self.views
+            for hit in self.index.query(view.tolist(), n, scopes=self.scopes, where=where)
+        }
+        # A neighbour of one view may be closer still to another: score each on all views.
+        self._score(sorted(found))
+        ranked = sorted(found, key=lambda i: (-self.similarity[i], i))[:n]
+        return [Hit(i, self.similarity[i]) for i in ranked]
+
+    def _score(self, ids: Sequence[str]) -> None:
+        """Each lesson's best cosine over the views, from its stored vector."""
+        for lesson_id, vec in self.index.vectors(list(ids), scopes=self.scopes).items():
+            best = float(np.max(self.views @ np.asarray(vec, dtype=np.float32)))
+            self.similarity[lesson_id] = min(1.0, best)
 
     def lexical_top(self, n: int) -> list[str]:
         """The `n` best BM25 matches, with their similarities fetched from the index."""
         ranked = self.bm25.top(n)  # best first, ties by id
         ids = [i for i, _ in ranked]
-        missing = [i for i in ids if i not in self.similarity]
-        for lesson_id, vec in self.index.vectors(missing, scopes=self.scopes).items():
-            self.similarity[lesson_id] = min(
-                1.0, float(np.dot(self.vector, np.asarray(vec, dtype=np.float32)))
-            )
+        self._score([i for i in ids if i not in self.similarity])
         return ids
 
     def candidates(self, ids: Sequence[str]) -> list[_Candidate]:
@@ -313,12 +334,29 @@ def _rank(
     return ranked
 
 
+def _seed_gated(query: LessonQuery) -> bool:
+    return query.stage == "seed" and query.min_similarity is None
+
+
+def seed_gate(config: RecallConfig) -> float:
+    """The cosine the best candidate of a seed-stage query must reach."""
+    return max(config.min_similarity, config.seed_min_similarity or config.min_similarity)
+
+
+def candidate_cut(query: LessonQuery, config: RecallConfig) -> float:
+    """The cosine a candidate needs: the query's own, the seed stage's, or the store's."""
+    if query.min_similarity is not None:
+        return query.min_similarity
+    if _seed_gated(query):
+        return seed_gate(config) - config.seed_cut_margin
+    return config.min_similarity
+
+
 def passes_seed_gate(query: LessonQuery, found: Sequence[_Candidate], config: RecallConfig) -> bool:
-    """False when a seed-stage query's best candidate stays below `seed_min_similarity`."""
-    gate = config.seed_min_similarity
-    if query.stage != "seed" or gate is None or query.min_similarity is not None:
+    """False when a seed-stage query's best candidate stays below `seed_gate(config)`."""
+    if not _seed_gated(query):
         return True
-    return max((c.similarity for c in found), default=-1.0) >= gate
+    return max((c.similarity for c in found), default=-1.0) >= seed_gate(config)
 
 
 def recall(
@@ -333,8 +371,8 @@ def recall(
     """Lessons for `query`, best first; empty when nothing is similar enough."""
     if query.token_budget <= 0 or not query.text.strip():
         return []
-    cut = config.min_similarity if query.min_similarity is None else query.min_similarity
-    search = _Search(query, embedder.embed([query.text])[0], index, lexical, db, cut)
+    views = [query.text, *(v for v in query.surface if v.strip())]
+    search = _Search(query, embedder.embed(views), index, lexical, db, candidate_cut(query, config))
     found = _gather(search, max(config.candidate_pool, query.limit * 4), query.limit)
     if not found or not passes_seed_gate(query, found, config):
         return []

@@ -117,6 +117,9 @@ class LessonQuery(BaseModel):
     include_global: bool = False
     # None: use the store's configured cut-off.
     min_similarity: float | None = None
+    # The task's data as it looks (e.g. each input file's first lines), each scored on its
+    # own besides `text`: a lesson's similarity is its best over all (see memory.recall).
+    surface: tuple[str, ...] = ()
 
 
 class ScoredLesson(BaseModel):

@@ -4,11 +4,13 @@ Two kinds of seed query, both without error types (the loop has none at task sta
 - "error text as seed": each labelled and unrelated error's compressed feedback sent at the
   seed stage, the same text as at reflection minus the error-type gate (how the issue's
   hidden set measures the seed stage);
-- "task start": the text `agent.loop` builds for a task (`seed_text`: the goal, then the
-  first 3 lines of each input file, 300 bytes read), for the labelled cases' `task_goal`s and
-  the unrelated goals.
-Each is scored with the seed gate (recall as built) and without it (`seed_min_similarity`
-None), on the odd and the even labelled queries.
+- "task start": the query `agent.loop` builds for a task (`seed_query`: the goal, then the
+  first 3 lines of each input file, 300 bytes read; and each file's head alone as a surface
+  view), for the labelled cases' `task_goal`s and the unrelated goals.
+Each is scored as built (the seed gate at the store's cut, candidates down to the seed cut
+margin below it) and with `seed_min_similarity` 0.55, on the odd and the even labelled
+queries. The trap tasks' real
+starts, with lessons a retrospective wrote, are in scripts/_recall_traps.py.
 """
 
 from __future__ import annotations
@@ -22,15 +24,17 @@ from agent.task import preview_bytes
 PREVIEW_BYTES, PREVIEW_LINES = 300, 3
 
 
-def seed_text(goal: str, files: Mapping[str, str], encodings: Mapping[str, str]) -> str:
-    """What agent.loop's `_seed_text` makes of a task with these workspace files."""
-    parts = [goal]
+def seed_parts(
+    goal: str, files: Mapping[str, str], encodings: Mapping[str, str]
+) -> tuple[str, tuple[str, ...]]:
+    """What agent.loop's `seed_query` makes of a task with these workspace files: the text
+    (goal + input heads) and the surface views (each head)."""
+    heads = []
     for name in sorted(files):
         raw = files[name].encode(encodings.get(name, "utf-8"))
         preview = preview_bytes(raw[:PREVIEW_BYTES], cut=len(raw) > PREVIEW_BYTES)
-        head = "\n".join(preview.splitlines()[:PREVIEW_LINES])
-        parts.append(f"--- {name} ---\n{head}")
-    return "\n".join(parts)
+        heads.append(f"--- {name} ---\n" + "\n".join(preview.splitlines()[:PREVIEW_LINES]))
+    return "\n".join([goal, *heads]), tuple(heads)
 
 
 def as_seed(query: Any, query_type: type[Any]) -> Any:
@@ -52,11 +56,12 @@ def seed_views(
     }
 
 
-SEED_GATE = 0.55  # memory.recall's measured seed gate (off by default in the store)
+# The store's seed gate (its cut; memory.recall.seed_gate), and the one error texts need.
+SEED_GATES = (None, 0.55)
 
 
 def gated(memory: Any, gate: float | None, run: Callable[[], Any]) -> Any:
-    """Run with the seed gate at `gate` (None: off), then restore the store's setting."""
+    """Run with `seed_min_similarity` at `gate` (None: the store's cut), then restore it."""
     config = memory.recall_config
     memory.recall_config = dataclasses.replace(config, seed_min_similarity=gate)
     try:

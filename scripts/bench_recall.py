@@ -56,7 +56,8 @@ from memory.dedup import index_text
 from memory.quality import RankingMetrics, no_lesson_rate, ranking_metrics
 from memory.types import RecallStage
 from scripts._benchlib import REPO, round_robin, write_json_atomic
-from scripts._recall_stages import SEED_GATE, gated, seed_text, seed_views
+from scripts._recall_stages import SEED_GATES, gated, seed_parts, seed_views
+from scripts._recall_traps import TrapSeedReport, humaneval_goals, print_trap_seed, run_trap_seed
 
 SUITE = REPO / "benchmarks" / "recall"
 CHECKER = REPO / "examples" / "traps" / "_checker.py"
@@ -105,6 +106,7 @@ class Query(BaseModel):
     error_types: tuple[str, ...]
     stage: RecallStage
     kind: str
+    surface: tuple[str, ...] = ()  # a task start's input heads (LessonQuery.surface)
 
 
 class MethodReport(BaseModel):
@@ -129,6 +131,7 @@ class RecallReport(BaseModel):
     methods: tuple[MethodReport, ...]
     queries: tuple[Query, ...]
     seconds: float
+    trap_tasks: TrapSeedReport | None = None  # scripts/_recall_traps.py
 
 
 def load_suite(root: Path = SUITE) -> Suite:
@@ -149,9 +152,9 @@ def load_suite(root: Path = SUITE) -> Suite:
 def run_case(case: CaseSpec, sandbox: Sandbox, checker: Path = CHECKER) -> Query:
     """Run a case's program in the sandbox (or take its goal) and build the loop's query."""
     if case.goal is not None:
-        text = seed_text(case.goal, case.files, case.encodings)
+        text, heads = seed_parts(case.goal, case.files, case.encodings)
         return Query(id=case.id, target=None, text=text, error_types=(), stage="seed",
-                     kind="goal")  # fmt: skip
+                     kind="goal", surface=heads)  # fmt: skip
     if case.program is None:
         raise ValueError(f"case {case.id}: needs a program or a goal")
     with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
@@ -204,6 +207,7 @@ class MemoryRanker:
         hits = self.memory.recall(
             LessonQuery(
                 text=query.text,
+                surface=query.surface,
                 scope=SCOPE,
                 error_types=query.error_types if self.use_types else (),
                 stage=query.stage,
@@ -306,9 +310,9 @@ def task_start(case: CaseSpec) -> Query | None:
     """The seed query of the task a labelled case stands for (None without a `task_goal`)."""
     if case.task_goal is None:
         return None
+    text, heads = seed_parts(case.task_goal, case.files, case.encodings)
     return Query(id=f"{case.id}@task", target=case.lesson, error_types=(), stage="seed",
-                 text=seed_text(case.task_goal, case.files, case.encodings),
-                 kind="task start")  # fmt: skip
+                 text=text, kind="task start", surface=heads)  # fmt: skip
 
 
 def evaluate_seed(
@@ -324,8 +328,8 @@ def evaluate_seed(
     for view, (labelled, others) in seed_views(related, unrelated, task_starts, Query).items():
         if not labelled:
             continue
-        for gate in (None, SEED_GATE):
-            name = f"{view}: " + (f"seed gate (best >= {gate})" if gate else "no seed gate")
+        for gate in SEED_GATES:
+            name = f"{view}: " + (f"seed gate (best >= {gate})" if gate else "as built")
             run = partial(evaluate_method, name, ranker, labelled, others, has_cut=True,
                           note="recall as built")  # fmt: skip
             reports.append(gated(memory, gate, run))
@@ -372,6 +376,10 @@ def evaluate(
 
 
 def print_report(report: RecallReport, console: Console) -> None:
+    if report.trap_tasks is not None:
+        print_trap_seed(report.trap_tasks, console)
+    if not report.methods:
+        return
     n = sum(1 for q in report.queries if q.target)
     table = Table(
         title=f"Recall: {n} labelled errors, {len(report.queries) - n} unrelated queries, "
@@ -428,13 +436,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedder", choices=("minilm", "hash"), default="minilm")
     parser.add_argument("--limit", type=int, default=None, help="labelled cases (round robin)")
     parser.add_argument("--out", type=Path, default=None, help="JSON output file")
+    parser.add_argument(
+        "--trap-tasks",
+        choices=("yes", "no", "only"),
+        default="yes",
+        help="the seed stage on the trap tasks' starts (scripts/_recall_traps.py)",
+    )
     args = parser.parse_args(argv)
     # Wide enough for the table when the output is a file (nohup, CI), not a terminal.
     console = Console(width=None if sys.stdout.isatty() else 160)
     embedder: Embedder = MiniLMEmbedder() if args.embedder == "minilm" else HashEmbedder()
+    sandbox, start = Sandbox(Limits(cpu_s=20)), time.monotonic()
     with console.status("running faulty programs in the sandbox") as status:
-        report = run_benchmark(load_suite(args.suite), embedder, Sandbox(Limits(cpu_s=20)),
-                               limit=args.limit, on_case=status.update)  # fmt: skip
+        report = RecallReport(embedder=embedder.model_id, lessons=0, methods=(), queries=(),
+                              seconds=0.0)  # fmt: skip
+        if args.trap_tasks != "only":
+            report = run_benchmark(load_suite(args.suite), embedder, sandbox, limit=args.limit,
+                                   on_case=status.update)  # fmt: skip
+        if args.trap_tasks != "no":
+            traps = run_trap_seed(embedder, sandbox, humaneval_goals(), on_step=status.update)
+            report = report.model_copy(update={"trap_tasks": traps})
+        report = report.model_copy(update={"seconds": round(time.monotonic() - start, 2)})
     print_report(report, console)
     out = args.out or REPO / "bench-results" / f"bench_recall-{time.strftime('%Y%m%d-%H%M%S')}.json"
     write_json_atomic(out, report.model_dump(mode="json"))

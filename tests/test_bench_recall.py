@@ -7,8 +7,18 @@ from collections import Counter
 import pytest
 
 from agent.sandbox import Limits, Sandbox
-from memory import MiniLMEmbedder
-from memory.quality import no_lesson_rate, ranking_metrics
+from agent.task import load_task
+from memory import LessonQuery, Memory, MiniLMEmbedder
+from memory.quality import RankingMetrics, no_lesson_rate, ranking_metrics
+from scripts._recall_traps import (
+    TASKS,
+    Setting,
+    fit,
+    root_cause,
+    task_start,
+    trap_tasks,
+    write_lessons,
+)
 from scripts.bench_recall import (
     MethodReport,
     Query,
@@ -96,3 +106,51 @@ def test_small_run_with_the_real_embedder(sandbox: Sandbox) -> None:
     assert all(m.no_lesson_rate is not None for m in seed.values())  # ... the seed views do
     assert all(len(r) <= 3 for r in built.rankings.values())  # the loop's lesson limit
     assert built.related.hit_at_1 > 0  # MiniLM ranks at least one right lesson first here
+
+
+def test_trap_tasks_split_into_thirteen_root_causes_of_two_or_more_tasks() -> None:
+    causes = Counter(root_cause(t) for t in trap_tasks())
+    assert len(causes) == 13 and min(causes.values()) >= 2
+    assert causes["time_zones"] == causes["date_formats"] == 2 and "dates" not in causes
+
+
+def _setting(name: str, hits: tuple[float, float], empty: tuple[float, float]) -> Setting:
+    def metrics(hit: float) -> RankingMetrics:
+        return RankingMetrics(n=10, hit_at_1=hit, hit_at_3=hit, mrr=hit, empty=0)
+
+    cut, gate = (float(x) for x in name.split("/"))
+    return Setting(name=name, surface=True, seed_cut=cut, gate=gate, related=metrics(0.0),
+                   halves=(metrics(hits[0]), metrics(hits[1])), no_lesson_rate=0.0,
+                   no_lesson_halves=empty)  # fmt: skip
+
+
+def test_fit_chooses_on_one_half_and_reports_on_the_other() -> None:
+    grid = [
+        _setting("0.3/0.3", (0.9, 0.9), (0.5, 0.95)),  # best hits, but half 1 not silent
+        _setting("0.3/0.4", (0.6, 0.2), (0.92, 0.93)),
+        _setting("0.3/0.5", (0.4, 0.5), (0.97, 0.96)),
+    ]
+    by_half = {f.fitted_on: f for f in fit(grid)}
+    assert (by_half[0].seed_cut, by_half[0].gate) == (0.3, 0.4)
+    assert by_half[0].fit.related.hit_at_3 == 0.6 and by_half[0].held_out.related.hit_at_3 == 0.2
+    assert by_half[0].held_out.no_lesson_rate == 0.93
+    assert by_half[1].gate == 0.3 and by_half[1].held_out.no_lesson_rate == 0.5
+
+
+def test_a_trap_lesson_reaches_another_tasks_start_and_not_an_unrelated_one(
+    sandbox: Sandbox,
+) -> None:
+    tasks = {t.id: t for t in trap_tasks()}
+    written = write_lessons([tasks["percent_01_survey"], tasks["currency_01_invoices"]], sandbox)
+    assert all("in the input:" in x.draft.symptom for x in written)  # the evidence travels
+    with Memory.in_memory(MiniLMEmbedder()) as memory:
+        results = memory.add_many([x.draft for x in written])
+        labels = {r.lesson.id: x.root_cause for r, x in zip(results, written, strict=True)
+                  if r.lesson}  # fmt: skip
+        # Both asked in the lessons' scope: an unrelated task must be silenced by the gate.
+        for task_id, expected in (("percent_03_battery", ["percent"]), ("word_freq", [])):
+            task = tasks.get(task_id) or load_task(TASKS / task_id)
+            query = task_start(task, None)
+            hits = memory.recall(LessonQuery(text=query.text, surface=query.surface,
+                                             scope="traps", limit=3, token_budget=300))  # fmt: skip
+            assert [labels[h.lesson.id] for h in hits][:1] == expected, task_id

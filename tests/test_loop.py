@@ -211,6 +211,21 @@ def test_recall_seeds_generation_and_reflection(tmp_path: Path) -> None:
     assert result.recalled_lesson_ids == ("L1",)
 
 
+def test_seed_query_is_the_goal_with_input_heads_and_each_head_as_a_surface_view(
+    tmp_path: Path,
+) -> None:
+    task = make_task(tmp_path)
+    assert task.workspace is not None
+    (task.workspace / "amounts.csv").write_text('id,amount\n1,$860.45\n2,"$4,332.59"\n3,$9\n')
+    recall = _OneLessonRecall()
+    llm = ScriptedLLM.by_system({GEN: [code(GOOD)]})
+    ReflectiveAgent(llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), runs_dir=None).run(task)
+    (seed,) = recall.queries
+    amounts = '--- amounts.csv ---\nid,amount\n1,$860.45\n2,"$4,332.59"'  # 3 lines
+    assert seed.stage == "seed" and seed.surface == (amounts, "--- input.txt ---\n6 7")
+    assert seed.text == "\n".join([task.goal, *seed.surface])
+
+
 @pytest.mark.parametrize("rounds", [1, 2])
 def test_max_rounds_bound_is_exact(tmp_path: Path, rounds: int) -> None:
     wrongs = [WRONG.replace("41", str(n)) for n in range(10)]

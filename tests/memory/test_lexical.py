@@ -167,3 +167,22 @@ def test_bm25_scores_shared_words_only() -> None:
         bm25.put(doc_id, text)
     scores = bm25.scores("ValueError: could not convert string to float: '$1,299.99'")
     assert scores["a"] > scores["c"] > 0 and "b" not in scores
+
+
+def test_data_symbols_are_tokens_and_a_bom_is_one_however_written() -> None:
+    assert tokenize("'$860.45'; '25 %' a|b £9 €9") == [
+        "$", "860", "45", ";", "25", "%", "a", "|", "b", "£", "9", "€", "9",
+    ]  # fmt: skip
+    # Raw (as read), escaped (a header's repr, a file preview): the same token.
+    assert tokenize("\ufeffsku") == tokenize("['\\ufeffsku']") == ["ufeff", "sku"]
+
+
+def test_a_task_heads_symbols_find_the_lesson_of_that_data() -> None:
+    bm25 = BM25()
+    bm25.put("percent", "could not convert string to float: '72.5%' values '25 %', '+8.6%'")
+    bm25.put("currency", "could not convert string to float: '$860.45' values '$4,332.59'")
+    bm25.put("bom", "KeyError: 'sku' the header as Python reads it: ['\\ufeffsku', 'qty']")
+    # Heads of other files: no word in common with the lessons' values, only the symbols.
+    assert bm25.top("--- kpis.csv ---\nregion,growth\nnorth,+3.1%", 1)[0][0] == "percent"
+    assert bm25.top("--- rent.csv ---\ncity,rent\nOslo,$1,200", 1)[0][0] == "currency"
+    assert bm25.top("--- stock.csv ---\n\\ufeffitem,count", 1)[0][0] == "bom"

@@ -1,4 +1,5 @@
-"""The seed-stage gate of recall (memory.recall.passes_seed_gate) on a real in-memory store."""
+"""The seed stage of recall (memory.recall: seed gate, seed cut margin, surface views) on a
+real in-memory store, with an embedder whose cosines are chosen exactly."""
 
 from __future__ import annotations
 
@@ -7,27 +8,50 @@ from collections.abc import Sequence
 
 from memory import LessonDraft, LessonQuery, Memory
 
-LESSON = LessonDraft(scope="s", error_type="ValueError", symptom="money SYMPTOM",
-                     root_cause="money CAUSE", fix="strip the currency sign")  # fmt: skip
+
+def _unit(a: float, b: float = 0.0) -> list[float]:
+    """Cosine a to lesson A, b to lesson B, the rest on an axis no lesson uses."""
+    return [a, b, math.sqrt(1 - a * a - b * b), 0.0, 0.0, 0.0]
+
+
+# Keyword -> vector (6 dims). A lesson's indexed text (symptom + root cause) holds SYMPTOM_x,
+# its root cause + fix (diversification, dedup) only CAUSE_x.
+VECTORS = {
+    "SYMPTOM_A": [1.0, 0, 0, 0, 0, 0],
+    "SYMPTOM_B": [0, 1.0, 0, 0, 0, 0],
+    "CAUSE_A": [0, 0, 0, 1.0, 0, 0],
+    "CAUSE_B": [0, 0, 0, 0, 1.0, 0],
+    "BOTH": _unit(0.7, 0.35),  # 0.7 to A, 0.35 to B
+    "NEAR_B": _unit(0.0, 0.35),  # 0.35 to B only
+    "MIDDLE": _unit(0.47),  # 0.47 to A
+    "CLOSE": _unit(0.7),
+    "FAR": _unit(0.1),
+}
 
 
 class KeywordEmbedder:
-    """Texts by keyword -> fixed unit vectors: a query's cosine to the lesson is chosen exactly."""
+    """Texts by their first keyword -> fixed unit vectors; anything else is orthogonal."""
 
     model_id = "test/keyword"
-    dim = 3
+    dim = 6
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [self._one(t) for t in texts]
 
     @staticmethod
     def _one(text: str) -> list[float]:
-        if "SYMPTOM" in text:  # the lesson's indexed text (symptom + root cause)
-            return [1.0, 0.0, 0.0]
-        for word, cos in (("CLOSE", 0.7), ("MIDDLE", 0.47), ("FAR", 0.1)):
+        for word, vec in VECTORS.items():
             if word in text:
-                return [cos, math.sqrt(1 - cos * cos), 0.0]
-        return [0.0, 0.0, 1.0]  # fix texts etc.: orthogonal
+                return vec
+        return [0, 0, 0, 0, 0, 1.0]
+
+
+def lesson(x: str) -> LessonDraft:
+    return LessonDraft(scope="s", error_type="ValueError", symptom=f"money SYMPTOM_{x}",
+                       root_cause=f"CAUSE_{x}", fix=f"fix {x}")  # fmt: skip
+
+
+A, B = lesson("A"), lesson("B")
 
 
 def _recall(memory: Memory, text: str, **kw: object) -> list[str]:
@@ -35,24 +59,52 @@ def _recall(memory: Memory, text: str, **kw: object) -> list[str]:
     return [h.lesson.symptom for h in memory.recall(query)]
 
 
-def test_seed_stage_needs_a_best_candidate_above_its_own_gate() -> None:
+def test_seed_stage_answers_when_the_best_reaches_the_cut_and_then_takes_near_lessons() -> None:
+    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4) as memory:
+        memory.add_many([A, B])
+        # Best 0.7 >= 0.4: B at 0.35 (within the 0.10 margin below the cut) ranks beside it.
+        assert _recall(memory, "BOTH task", stage="seed") == [A.symptom, B.symptom]
+        # B alone at 0.35 is below the gate: nothing.
+        assert _recall(memory, "NEAR_B task", stage="seed") == []
+        # Reflection has its error-type gate and keeps the plain cut: B stays out.
+        assert _recall(memory, "BOTH err", stage="reflection", error_types=("ValueError",)) == [
+            A.symptom
+        ]
+        # A query that sets its own cut gets exactly that cut.
+        assert _recall(memory, "BOTH task", stage="seed", min_similarity=0.5) == [A.symptom]
+
+
+def test_no_margin_restores_the_plain_cut() -> None:
+    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4, seed_cut_margin=0.0) as m:
+        m.add_many([A, B])
+        assert _recall(m, "BOTH task", stage="seed") == [A.symptom]
+
+
+def test_a_higher_seed_gate_silences_middling_seed_queries_only() -> None:
     gate = {"seed_min_similarity": 0.55}
     with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4, **gate) as memory:
-        memory.add(LESSON)
+        memory.add(A)
         # 0.47: above the cut, below the seed gate -> nothing at the seed stage ...
         assert _recall(memory, "MIDDLE task", stage="seed") == []
         # ... but the reflection stage (error-type gate) still answers, as before
         assert _recall(memory, "MIDDLE err", stage="reflection", error_types=("ValueError",)) == [
-            LESSON.symptom
+            A.symptom
         ]
         # a query that sets its own cut is not gated
-        assert _recall(memory, "MIDDLE task", stage="seed", min_similarity=0.3) == [LESSON.symptom]
-        assert _recall(memory, "CLOSE task", stage="seed") == [LESSON.symptom]
+        assert _recall(memory, "MIDDLE task", stage="seed", min_similarity=0.3) == [A.symptom]
+        assert _recall(memory, "CLOSE task", stage="seed") == [A.symptom]
         assert _recall(memory, "FAR task", stage="seed") == []
 
 
-def test_seed_gate_is_off_by_default_and_then_answers_above_the_cut() -> None:
-    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4) as m:
-        assert m.recall_config.seed_min_similarity is None
-        m.add(LESSON)
-        assert _recall(m, "MIDDLE task", stage="seed") == [LESSON.symptom]
+def test_a_surface_view_counts_with_its_best_cosine() -> None:
+    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4) as memory:
+        memory.add_many([A, B])
+        # The text alone is far from every lesson ...
+        assert _recall(memory, "FAR goal", stage="seed") == []
+        # ... one view of the data is close to A: A's similarity is its best over the views.
+        query = LessonQuery(text="FAR goal", surface=("head CLOSE", "other head"), scope="s")
+        hits = memory.recall(query)
+        assert [h.lesson.symptom for h in hits] == [A.symptom]
+        assert abs(hits[0].similarity - 0.7) < 1e-5
+        # Blank views are ignored, not embedded as queries.
+        assert _recall(memory, "FAR goal", surface=("  ",)) == []
