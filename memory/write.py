@@ -16,9 +16,10 @@ from sqlmodel import Session, col, select
 
 from memory.commit import AfterCommitHook, IndexChanges, Written, write_through_each
 from memory.db import Database
-from memory.dedup import Vector, best_match, cosine, dedup_text, index_text, pack, unpack
+from memory.dedup import Match, Vector, cosine, dedup_text, index_text, pack, unpack
 from memory.embeddings import Embedder
 from memory.index import LessonIndex
+from memory.pools import DedupPools, VectorSet
 from memory.redact import redact_draft
 from memory.schema import (
     INDEX_PENDING,
@@ -63,6 +64,13 @@ class _Batch:
     index_vecs: dict[str, list[float]] = field(default_factory=dict)
 
 
+def _better(a: Match | None, b: Match | None) -> Match | None:
+    """The closer of two matches; the stored lesson on a tie (it came first)."""
+    if a is None or (b is not None and b.similarity > a.similarity):
+        return b
+    return a
+
+
 def _with_run_evidence(draft: LessonDraft, run_id: str | None) -> LessonDraft:
     if run_id is None or any(e.run_id == run_id for e in draft.evidence):
         return draft
@@ -96,6 +104,7 @@ class LessonWriter:
         self.config = config
         # Fault-injection point for tests: runs after the SQL commit, before the index write.
         self.after_sql_commit = after_sql_commit
+        self.pools = DedupPools(embedder.model_id, embedder.dim)
 
     def add_many(
         self, drafts: Sequence[LessonDraft], *, run_id: str | None = None
@@ -138,23 +147,28 @@ class LessonWriter:
     def _write_scope(
         self, session: Session, scope: str, items: list[tuple[int, _Prepared]], batch: _Batch
     ) -> None:
-        error_types = sorted({p.draft.error_type for _, p in items})
-        rows = session.exec(
-            select(LessonRow.id, LessonRow.error_type, LessonRow.dedup_vector).where(
-                LessonRow.scope == scope,
-                col(LessonRow.error_type).in_(error_types),
-                LessonRow.status != "merged",
-                LessonRow.embedding_model == self.embedder.model_id,
+        by_type: dict[str, list[tuple[int, _Prepared]]] = {}
+        for pos, p in items:
+            by_type.setdefault(p.draft.error_type, []).append((pos, p))
+        # Each draft's best match among the stored lessons: one matrix product per error
+        # type against the cached pool (memory.pools), synced inside this transaction.
+        stored: dict[int, Match | None] = {}
+        for error_type, typed in by_type.items():
+            pool = self.pools.pool(session, scope, error_type)
+            stored.update(
+                zip(
+                    [pos for pos, _ in typed],
+                    pool.best([p.dedup_vec for _, p in typed]),
+                    strict=True,
+                )
             )
-        ).all()
-        pool: dict[str, list[tuple[str, Vector]]] = {t: [] for t in error_types}
-        for lesson_id, error_type, blob in rows:
-            pool[error_type].append((lesson_id, unpack(blob)))
+        # Lessons this batch creates: a later draft of the batch may repeat them.
+        created = {t: VectorSet(self.embedder.dim) for t in by_type}
         injected = self._injected_vectors(session, [p for _, p in items])
         for pos, p in items:
-            batch.results[pos] = self._write_one(
-                session, p, pool[p.draft.error_type], injected, batch
-            )
+            mine = created[p.draft.error_type]
+            match = _better(stored[pos], mine.best([p.dedup_vec])[0])
+            batch.results[pos] = self._write_one(session, p, match, mine, injected, batch)
 
     def _injected_vectors(self, session: Session, items: list[_Prepared]) -> dict[str, Vector]:
         ids = sorted({i for p in items for i in p.draft.injected_lesson_ids})
@@ -169,7 +183,8 @@ class LessonWriter:
         self,
         session: Session,
         p: _Prepared,
-        pool: list[tuple[str, Vector]],
+        match: Match | None,
+        created: VectorSet,
         injected: dict[str, Vector],
         batch: _Batch,
     ) -> AddResult:
@@ -184,7 +199,6 @@ class LessonWriter:
                     action="rejected_recall_loop",
                     reason=f"restates injected lesson {lesson_id} (similarity {sim:.3f})",
                 )
-        match = best_match(p.dedup_vec, pool)
         if match is not None and match.similarity >= self.config.dedup_similarity:
             row = session.exec(
                 select(LessonRow).where(LessonRow.id == match.lesson_id).with_for_update()
@@ -225,7 +239,7 @@ class LessonWriter:
         )
         # No flush per row: ids are ours, so the inserts can go out batched at commit.
         session.add(row)
-        pool.append((row.id, p.dedup_vec))
+        created.put(row.id, p.dedup_vec)
         batch.created.append(row)
         batch.index_vecs[row.id] = p.index_vec
         return AddResult(lesson=to_lesson(row), action="created", reason="new lesson")
