@@ -33,6 +33,8 @@ from memory import counts
 from memory.dedup import Match, Vector
 from memory.schema import LessonRow
 
+_SLICE = 8192
+
 
 class VectorSet:
     """Unit vectors by id in one growable matrix: put, drop, best match by dot product."""
@@ -74,15 +76,32 @@ class VectorSet:
             self._pos[last_id] = pos
             self._mat[pos] = self._mat[last]
 
+    def best_one(self, vector: Vector) -> Match | None:
+        """The most similar stored vector (a small set: one product, no slicing)."""
+        if not self._ids:
+            return None
+        sims = self._mat[: len(self._ids)] @ vector
+        row = int(np.argmax(sims))
+        return Match(lesson_id=self._ids[row], similarity=float(sims[row]))
+
     def best(self, vectors: Sequence[Vector]) -> list[Match | None]:
         """The most similar stored vector of each of `vectors` (one matrix product)."""
         if not self._ids or not vectors:
             return [None] * len(vectors)
-        sims = self._mat[: len(self._ids)] @ np.stack(vectors).T  # (stored, queries)
-        best = np.argmax(sims, axis=0)
+        queries = np.stack(vectors)
+        best_sim = np.full(len(vectors), -np.inf, dtype=np.float32)
+        best_row = np.zeros(len(vectors), dtype=np.int64)
+        # In slices of the stored rows: the (queries, slice) product stays small in memory,
+        # and a row-wise argmax over it is a contiguous scan.
+        for start in range(0, len(self._ids), _SLICE):
+            sims = queries @ self._mat[start : min(start + _SLICE, len(self._ids))].T
+            rows = np.argmax(sims, axis=1)
+            found = sims[np.arange(len(vectors)), rows]
+            better = found > best_sim  # strict: the first of equal rows wins, as argmax does
+            best_sim[better], best_row[better] = found[better], rows[better] + start
         return [
-            Match(lesson_id=self._ids[int(row)], similarity=float(sims[row, q]))
-            for q, row in enumerate(best.tolist())
+            Match(lesson_id=self._ids[row], similarity=float(sim))
+            for row, sim in zip(best_row.tolist(), best_sim.tolist(), strict=True)
         ]
 
 

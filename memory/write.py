@@ -12,6 +12,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from sqlalchemy import insert
 from sqlmodel import Session, col, select
 
 from memory.commit import AfterCommitHook, IndexChanges, Written, write_through_each
@@ -62,6 +63,7 @@ class _Batch:
     results: list[AddResult | None]
     created: list[LessonRow] = field(default_factory=list)
     index_vecs: dict[str, list[float]] = field(default_factory=dict)
+    inserts: dict[str, LessonRow] = field(default_factory=dict)  # new rows not yet inserted
 
 
 def _better(a: Match | None, b: Match | None) -> Match | None:
@@ -85,6 +87,17 @@ def _merge_evidence(old: list[dict[str, str]], new: Sequence[Evidence]) -> list[
             known.add((e.run_id, e.excerpt))
             merged.append(e.model_dump())
     return merged[-MAX_EVIDENCE:]
+
+
+_COLUMNS = [c.name for c in LessonRow.__table__.columns]  # type: ignore[attr-defined]
+
+
+def _insert(session: Session, batch: _Batch) -> None:
+    """Insert the batch's new rows in one executemany (they stay detached from `session`)."""
+    if batch.inserts:
+        values = [{c: getattr(row, c) for c in _COLUMNS} for row in batch.inserts.values()]
+        session.execute(insert(LessonRow), values)
+        batch.inserts.clear()
 
 
 class LessonWriter:
@@ -167,8 +180,9 @@ class LessonWriter:
         injected = self._injected_vectors(session, [p for _, p in items])
         for pos, p in items:
             mine = created[p.draft.error_type]
-            match = _better(stored[pos], mine.best([p.dedup_vec])[0])
+            match = _better(stored[pos], mine.best_one(p.dedup_vec))
             batch.results[pos] = self._write_one(session, p, match, mine, injected, batch)
+        _insert(session, batch)
 
     def _injected_vectors(self, session: Session, items: list[_Prepared]) -> dict[str, Vector]:
         ids = sorted({i for p in items for i in p.draft.injected_lesson_ids})
@@ -200,13 +214,17 @@ class LessonWriter:
                     reason=f"restates injected lesson {lesson_id} (similarity {sim:.3f})",
                 )
         if match is not None and match.similarity >= self.config.dedup_similarity:
-            row = session.exec(
-                select(LessonRow).where(LessonRow.id == match.lesson_id).with_for_update()
-            ).one()
+            row = (
+                batch.inserts.get(match.lesson_id)
+                or session.exec(
+                    select(LessonRow).where(LessonRow.id == match.lesson_id).with_for_update()
+                ).one()
+            )
             row.seen += 1
             row.evidence = _merge_evidence(row.evidence or [], p.draft.evidence)
             row.updated_at = utcnow()
-            session.add(row)
+            if row.id not in batch.inserts:
+                session.add(row)
             return AddResult(
                 lesson=to_lesson(row),
                 action="merged_duplicate",
@@ -237,8 +255,9 @@ class LessonWriter:
             helped=0,
             misled=0,
         )
-        # No flush per row: ids are ours, so the inserts can go out batched at commit.
-        session.add(row)
+        # Inserted with the scope's other new rows in one statement (`_insert`): the ORM's
+        # unit of work costs more than the insert itself in a bulk load.
+        batch.inserts[row.id] = row
         created.put(row.id, p.dedup_vec)
         batch.created.append(row)
         batch.index_vecs[row.id] = p.index_vec
