@@ -183,10 +183,11 @@ class BM25:
 class _Part:
     """One index's scores: dense by slot, with the slot maps as they were when scored."""
 
-    __slots__ = ("__weakref__", "hits", "ids", "slot", "values")
+    __slots__ = ("__weakref__", "hits", "ids", "scope", "slot", "values")
 
     def __init__(self, acc: np.ndarray, slot: dict[str, int], ids: list[str | None]) -> None:
         self.slot, self.ids = slot, ids
+        self.scope = ""  # set by `LexicalIndex.search`
         self.hits = np.flatnonzero(acc)
         self.values = acc
 
@@ -210,6 +211,18 @@ class BM25Scores(Mapping[str, float]):
 
     def __init__(self, parts: list[_Part]) -> None:
         self._parts = parts
+
+    @property
+    def scopes(self) -> list[str]:
+        """The scopes searched that hold recallable lessons (from `LexicalIndex.search`)."""
+        return [part.scope for part in self._parts]
+
+    def scope_of(self, doc_id: str) -> str | None:
+        """The scope whose recallable lessons hold `doc_id`, if any."""
+        for part in self._parts:
+            if doc_id in part.slot:
+                return part.scope
+        return None
 
     def __getitem__(self, doc_id: str) -> float:
         for part in reversed(self._parts):
@@ -305,10 +318,12 @@ class LexicalIndex:
         two scopes are simply put side by side. `top(n)` gives the best without sorting all.
         """
         parts: list[_Part] = []
+        unique = list(dict.fromkeys(scopes))
         with self._lock:  # scoring reads the postings a concurrent refresh would write
-            for bm25 in self._fresh(list(dict.fromkeys(scopes))):
+            for scope, bm25 in zip(unique, self._fresh(unique), strict=True):
                 part = bm25._score(query)
                 if part is not None:
+                    part.scope = scope
                     parts.append(part)
         return BM25Scores(parts)
 

@@ -228,12 +228,16 @@ class _Search:
     ) -> None:
         self.query, self.index, self.db, self.cut = query, index, db, cut
         self.vector = np.asarray(vector, dtype=np.float32)
-        self.scopes = scopes_of(query)
-        self.bm25 = lexical.search(query.text, self.scopes)
+        self.bm25 = lexical.search(query.text, scopes_of(query))
+        # Only scopes where SQL has recallable lessons (the lexical index counted them just
+        # now): an empty "global" costs a vector query per recall and can add nothing.
+        self.scopes = self.bm25.scopes
         self.similarity: dict[str, float] = {}
 
     def nearest(self, n: int, where: dict[str, Any] | None) -> list[Hit]:
         """Vector neighbours; their similarities are remembered."""
+        if not self.scopes:
+            return []
         hits = self.index.query(self.vector.tolist(), n, scopes=self.scopes, where=where)
         for hit in hits:
             self.similarity[hit.lesson_id] = hit.similarity
@@ -243,11 +247,15 @@ class _Search:
         """The `n` best BM25 matches, with their similarities fetched from the index."""
         ranked = self.bm25.top(n)  # best first, ties by id
         ids = [i for i, _ in ranked]
-        missing = [i for i in ids if i not in self.similarity]
-        for lesson_id, vec in self.index.vectors(missing, scopes=self.scopes).items():
-            self.similarity[lesson_id] = min(
-                1.0, float(np.dot(self.vector, np.asarray(vec, dtype=np.float32)))
-            )
+        by_scope: dict[str, list[str]] = {}
+        for i in ids:
+            if i not in self.similarity:
+                by_scope.setdefault(self.bm25.scope_of(i) or "", []).append(i)
+        for scope, missing in by_scope.items():  # one read per scope that has some
+            for lesson_id, vec in self.index.vectors(missing, scopes=[scope]).items():
+                self.similarity[lesson_id] = min(
+                    1.0, float(np.dot(self.vector, np.asarray(vec, dtype=np.float32)))
+                )
         return ids
 
     def candidates(self, ids: Sequence[str]) -> list[_Candidate]:
