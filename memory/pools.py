@@ -33,7 +33,7 @@ from memory import counts
 from memory.dedup import Match, Vector
 from memory.schema import LessonRow
 
-_SLICE = 8192
+_PRODUCT = 1 << 23  # floats in one (queries, stored rows) similarity block: 32 MiB
 
 
 class VectorSet:
@@ -91,10 +91,11 @@ class VectorSet:
         queries = np.stack(vectors)
         best_sim = np.full(len(vectors), -np.inf, dtype=np.float32)
         best_row = np.zeros(len(vectors), dtype=np.int64)
-        # In slices of the stored rows: the (queries, slice) product stays small in memory,
-        # and a row-wise argmax over it is a contiguous scan.
-        for start in range(0, len(self._ids), _SLICE):
-            sims = queries @ self._mat[start : min(start + _SLICE, len(self._ids))].T
+        # In slices of the stored rows when there are many queries: the (queries, slice)
+        # product stays small in memory (one slice for a single add: no extra passes).
+        step = max(1, _PRODUCT // len(vectors))
+        for start in range(0, len(self._ids), step):
+            sims = queries @ self._mat[start : min(start + step, len(self._ids))].T
             rows = np.argmax(sims, axis=1)
             found = sims[np.arange(len(vectors)), rows]
             better = found > best_sim  # strict: the first of equal rows wins, as argmax does

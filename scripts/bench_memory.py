@@ -20,6 +20,20 @@ takes hours on a 2-core machine, and the timings of interest here exclude embedd
 reported separately. Dedup runs (the scan is paid) with a threshold of 0.999 so the store
 reaches the requested size.
 
+Every time is reported twice: wall clock and the process CPU time of the same calls (on a
+shared machine the wall clock also counts other processes' turns). Add and recall exclude
+embedding; MiniLM's cost of one query and of one add's two texts is measured apart.
+
+The goal run (issue 12): 100k lessons in one scope, beside today's code on the same store:
+
+    python scripts/bench_memory.py --sizes 100000 --scopes 1 --global-share 0 \
+        --batch 1000 --keep /tmp/s100k --json after.json      # builds the store, times the load
+    cp -r /tmp/s100k /tmp/s100k-b && python scripts/bench_memory.py ... --keep /tmp/s100k-b
+                                                             # reuses a copy: add and recall
+
+(`--keep` reuses a store left by an earlier run; copy it first, since the timed adds stay
+in it.)
+
 scripts/bench_lexical.py times recall's BM25 alone over the same lesson texts in one scope.
 """
 
