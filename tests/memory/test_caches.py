@@ -11,14 +11,23 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from memory_servers import StoreSpec
+from sqlalchemy import create_engine, inspect, text
 from test_memory_merges import draft, plan
 
-from memory import LessonDraft, LessonFilter, Memory, counts
-from memory.db import Database
+from memory import HashEmbedder, LessonDraft, LessonFilter, Memory, counts
+from memory.db import Database, sql_url
+from memory.migrate import SCHEMA_VERSION, VERSION_KEY
 from memory.wiring import locations
+
+NEW_INDEXES = {
+    "ix_lessons_scope_updated",
+    "ix_lessons_scope_type_updated",
+    "ix_lessons_merged_into",
+}
 
 
 @pytest.fixture
@@ -126,3 +135,45 @@ def test_the_counters_match_the_lessons(spec: StoreSpec, pair: tuple[Memory, Mem
             assert counts.read(session, "nowhere").generation == 0
     finally:
         db.dispose()
+
+
+def test_a_version_3_store_gets_counters_and_triggers_on_open(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    with Memory.open(str(store), embedder=HashEmbedder()) as memory:
+        for n in range(20, 24):
+            memory.add(draft(n))
+        first = memory.list_lessons().items[0]
+        memory.set_status(first.id, "deprecated")
+    # What version 3 wrote: no counters table, no triggers, none of the new indexes.
+    engine = create_engine(sql_url(str(store / "memory.sqlite3")))
+    try:
+        with engine.begin() as conn:
+            for trigger in ("insert", "delete", "update"):
+                conn.execute(text(f"DROP TRIGGER lessons_count_{trigger}"))
+            conn.execute(text("DROP TABLE lesson_counts"))
+            for index in NEW_INDEXES:
+                conn.execute(text(f"DROP INDEX {index}"))
+            conn.execute(
+                text("UPDATE memory_meta SET value = '3' WHERE key = :k"), {"k": VERSION_KEY}
+            )
+    finally:
+        engine.dispose()
+    with Memory.open(str(store), embedder=HashEmbedder()) as memory:
+        assert memory.schema_version() == SCHEMA_VERSION == 4
+        db = Database.connect(sql_url(str(store / "memory.sqlite3")))
+        try:
+            with db.read() as session:
+                assert counts.read(session, "default") == counts.Counts(
+                    generation=1, recallable=3, unmerged=4
+                )
+            memory.add(draft(24))  # the triggers count again
+            with db.read() as session:
+                got = counts.read(session, "default")
+                assert (got.generation, got.recallable, got.unmerged) == (2, 4, 5)
+        finally:
+            db.dispose()
+    engine = create_engine(sql_url(str(store / "memory.sqlite3")))
+    try:
+        assert {ix["name"] for ix in inspect(engine).get_indexes("lessons")} >= NEW_INDEXES
+    finally:
+        engine.dispose()
