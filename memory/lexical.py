@@ -31,6 +31,7 @@ import numpy as np
 from sqlalchemy import case, func
 from sqlmodel import Session, col, select
 
+from memory import counts
 from memory.db import Database
 from memory.dedup import index_text
 from memory.schema import LessonRow
@@ -193,10 +194,11 @@ class BM25:
 class _Part:
     """One index's scores: dense by slot, with the slot maps as they were when scored."""
 
-    __slots__ = ("__weakref__", "hits", "ids", "slot", "values")
+    __slots__ = ("__weakref__", "hits", "ids", "scope", "slot", "values")
 
     def __init__(self, acc: np.ndarray, slot: dict[str, int], ids: list[str | None]) -> None:
         self.slot, self.ids = slot, ids
+        self.scope = ""  # set by `LexicalIndex.search`
         self.hits = np.flatnonzero(acc)
         self.values = acc
 
@@ -220,6 +222,18 @@ class BM25Scores(Mapping[str, float]):
 
     def __init__(self, parts: list[_Part]) -> None:
         self._parts = parts
+
+    @property
+    def scopes(self) -> list[str]:
+        """The scopes searched that hold recallable lessons (from `LexicalIndex.search`)."""
+        return [part.scope for part in self._parts]
+
+    def scope_of(self, doc_id: str) -> str | None:
+        """The scope whose recallable lessons hold `doc_id`, if any."""
+        for part in self._parts:
+            if doc_id in part.slot:
+                return part.scope
+        return None
 
     def __getitem__(self, doc_id: str) -> float:
         for part in reversed(self._parts):
@@ -278,8 +292,26 @@ class BM25Scores(Mapping[str, float]):
 @dataclass
 class _Scope:
     bm25: BM25 = field(default_factory=BM25)
-    count: int = -1
+    mark: tuple[object, ...] = ()  # what SQL looked like at the last refresh
     latest: datetime | None = None
+
+
+def _fingerprint(session: Session, scope: str) -> tuple[int, tuple[object, ...]]:
+    """(recallable lessons of `scope`, a value that changes whenever the scope's lessons do).
+
+    The trigger-kept counters cost one indexed read; a backend without them is counted.
+    """
+    try:
+        mark = counts.read(session, scope)
+        return mark.recallable, (mark.generation, mark.recallable)
+    except counts.CountsUnavailable:
+        recallable = case((col(LessonRow.status).in_(RECALLABLE), 1), else_=0)
+        count, latest = session.exec(
+            select(func.sum(recallable), func.max(LessonRow.updated_at)).where(
+                LessonRow.scope == scope
+            )
+        ).one()
+        return int(count or 0), (int(count or 0), latest)
 
 
 class LexicalIndex:
@@ -297,10 +329,12 @@ class LexicalIndex:
         two scopes are simply put side by side. `top(n)` gives the best without sorting all.
         """
         parts: list[_Part] = []
+        unique = list(dict.fromkeys(scopes))
         with self._lock:  # scoring reads the postings a concurrent refresh would write
-            for bm25 in self._fresh(list(dict.fromkeys(scopes))):
+            for scope, bm25 in zip(unique, self._fresh(unique), strict=True):
                 part = bm25._score(query)
                 if part is not None:
+                    part.scope = scope
                     parts.append(part)
         return BM25Scores(parts)
 
@@ -309,24 +343,18 @@ class LexicalIndex:
         return self.search(query, scopes).to_dict()
 
     def _fresh(self, scopes: list[str]) -> list[BM25]:
-        """The postings of `scopes`, refreshed where SQL moved (one fingerprint query)."""
-        recallable = case((col(LessonRow.status).in_(RECALLABLE), 1), else_=0)
+        """The postings of `scopes`, refreshed where SQL moved (`memory.counts` says so)."""
         with self._db.read() as session:
-            seen = {
-                scope: (int(count), latest)
-                for scope, count, latest in session.exec(
-                    select(LessonRow.scope, func.sum(recallable), func.max(LessonRow.updated_at))
-                    .where(col(LessonRow.scope).in_(scopes))
-                    .group_by(LessonRow.scope)
-                ).all()
-            }
             out = []
             for scope in scopes:
                 state = self._scopes.setdefault(scope, _Scope())
-                count, latest = seen.get(scope, (0, None))
-                if (count, latest) != (state.count, state.latest):
+                count, mark = _fingerprint(session, scope)
+                if mark != state.mark:
+                    latest = session.exec(
+                        select(func.max(LessonRow.updated_at)).where(LessonRow.scope == scope)
+                    ).one()
                     self._refresh(session, scope, state, count)
-                    state.count, state.latest = count, latest
+                    state.mark, state.latest = mark, latest
                 out.append(state.bm25)
             return out
 

@@ -23,10 +23,11 @@ from collections.abc import Callable
 from sqlalchemy import Connection, inspect
 from sqlmodel import Session
 
+from memory import counts
 from memory.errors import MemoryConfigError
 from memory.schema import TABLES, MetaRow
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 VERSION_KEY = "schema_version"
 
 Migration = Callable[[Connection], None]
@@ -47,8 +48,18 @@ def _v2_to_v3(conn: Connection) -> None:
             index.create(conn, checkfirst=True)
 
 
+def _v3_to_v4(conn: Connection) -> None:
+    # Version 4 keeps change counters by triggers (memory.counts) and indexes what changed
+    # since a cache looked: recall and dedup no longer read a whole scope to find out.
+    for table in TABLES:
+        table.create(conn, checkfirst=True)
+        for index in table.indexes:
+            index.create(conn, checkfirst=True)
+    counts.install(conn)
+
+
 # MIGRATIONS[n] takes a store from version n to n + 1.
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def stored_version(session: Session) -> int | None:
@@ -76,6 +87,7 @@ def upgrade(session: Session) -> int:
     if fresh:
         for table in TABLES:
             table.create(conn, checkfirst=True)
+        counts.install(conn)
     else:
         for version in range(found, SCHEMA_VERSION):
             MIGRATIONS[version](conn)

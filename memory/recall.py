@@ -237,12 +237,16 @@ class _Search:
         self.query, self.index, self.db, self.cut = query, index, db, cut
         # The query text's vector first, then one per surface view (max fusion).
         self.views = np.asarray(vectors, dtype=np.float32)
-        self.scopes = scopes_of(query)
-        self.bm25 = lexical.search(query.text, self.scopes)
+        self.bm25 = lexical.search(query.text, scopes_of(query))
+        # Only scopes where SQL has recallable lessons (the lexical index counted them just
+        # now): an empty "global" costs a vector query per recall and can add nothing.
+        self.scopes = self.bm25.scopes
         self.similarity: dict[str, float] = {}
 
     def nearest(self, n: int, where: dict[str, Any] | None) -> list[Hit]:
         """Vector neighbours (of any view); their similarities are remembered."""
+        if not self.scopes:
+            return []
         if len(self.views) == 1:
             hits = self.index.query(self.views[0].tolist(), n, scopes=self.scopes, where=where)
             for hit in hits:
@@ -259,10 +263,16 @@ class _Search:
         return [Hit(i, self.similarity[i]) for i in ranked]
 
     def _score(self, ids: Sequence[str]) -> None:
-        """Each lesson's best cosine over the views, from its stored vector."""
-        for lesson_id, vec in self.index.vectors(list(ids), scopes=self.scopes).items():
-            best = float(np.max(self.views @ np.asarray(vec, dtype=np.float32)))
-            self.similarity[lesson_id] = min(1.0, best)
+        """Each lesson's best cosine over the views, from its stored vector (one read per
+        scope that has some)."""
+        by_scope: dict[str | None, list[str]] = {}
+        for i in ids:
+            by_scope.setdefault(self.bm25.scope_of(i), []).append(i)
+        for scope, some in by_scope.items():
+            scopes = self.scopes if scope is None else [scope]
+            for lesson_id, vec in self.index.vectors(some, scopes=scopes).items():
+                best = float(np.max(self.views @ np.asarray(vec, dtype=np.float32)))
+                self.similarity[lesson_id] = min(1.0, best)
 
     def lexical_top(self, n: int) -> list[str]:
         """The `n` best BM25 matches, with their similarities fetched from the index."""

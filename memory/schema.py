@@ -7,7 +7,8 @@ Tables, all created when a store connects (`memory.migrate`):
 - `consolidation_vectors`: per lesson the root-cause embedding consolidation clusters on,
   and whether a pass has processed it (what makes passes incremental and resumable);
 - `leases`: named leases with an expiry (one consolidation pass at a time);
-- `lesson_reviews`: lessons flagged for a person to review.
+- `lesson_reviews`: lessons flagged for a person to review;
+- `lesson_counts`: change counters per (scope, error type), kept by triggers (`memory.counts`).
 JSON columns hold lists (evidence, id lists) so the schema stays portable between SQLite and
 PostgreSQL.
 """
@@ -48,6 +49,12 @@ class LessonRow(SQLModel, table=True):
         # walks the index instead of sorting every row.
         Index("ix_lessons_created", "created_at", "id"),
         Index("ix_lessons_updated", "updated_at", "id"),
+        # What changed in a scope (or one error type of it) since a cache last looked
+        # (memory.counts says that something did), and the lessons merged into one (recall's
+        # error-type gate): without them both read the whole table.
+        Index("ix_lessons_scope_updated", "scope", "updated_at"),
+        Index("ix_lessons_scope_type_updated", "scope", "error_type", "updated_at"),
+        Index("ix_lessons_merged_into", "merged_into"),
     )
 
     id: str = Field(primary_key=True, max_length=64)
@@ -176,6 +183,18 @@ class ReviewRow(SQLModel, table=True):
     flagged_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
 
 
+class LessonCountRow(SQLModel, table=True):
+    """Change counters per (scope, error type), kept by triggers (see `memory.counts`)."""
+
+    __tablename__ = "lesson_counts"
+
+    scope: str = Field(primary_key=True, max_length=200)
+    error_type: str = Field(primary_key=True, max_length=100)
+    generation: int = 0
+    recallable: int = 0
+    unmerged: int = 0
+
+
 # Every table of the store, in creation order.
 TABLES: list[Any] = [
     LessonRow.__table__,  # type: ignore[attr-defined]
@@ -186,6 +205,7 @@ TABLES: list[Any] = [
     RootCauseVectorRow.__table__,  # type: ignore[attr-defined]
     LeaseRow.__table__,  # type: ignore[attr-defined]
     ReviewRow.__table__,  # type: ignore[attr-defined]
+    LessonCountRow.__table__,  # type: ignore[attr-defined]
 ]
 
 

@@ -11,7 +11,7 @@ records, not an export: one JSON object per line (JSONL, UTF-8, blank lines igno
      "scope": "billing",                                       optional, default: the import's
      "status": "candidate" | "validated"}                      optional, default "candidate"
 
-Unlike a restore (`memory.export`), each record is a new write by `Memory.add`: secrets are
+Unlike a restore (`memory.export`), each record is a new write by `Memory.add_many`: secrets are
 redacted, a record that matches a stored lesson folds into it (`seen` + 1) instead of making a
 duplicate, ids, counters and timestamps are the store's own. "validated" is for fixes a
 person vouches for: recall ranks them up. Unknown keys, missing fields, empty texts and a
@@ -80,19 +80,47 @@ def seed_lessons(
     *,
     scope: str = "default",
     progress: SeedProgress | None = None,
+    batch: int = 500,
 ) -> SeedReport:
-    """Add every valid record of `lines` with `Memory.add`; see the module docstring."""
+    """Add every valid record of `lines` through `Memory.add_many`, `batch` records per
+    call (one transaction and one index write each); see the module docstring."""
     done: list[SeedLine] = []
-    for count, (number, text) in enumerate(
-        ((n, t) for n, t in enumerate(lines, start=1) if t.strip()), start=1
-    ):
-        done.append(_seed_line(memory, number, text, scope))
+    pending: list[tuple[int, LessonDraft]] = []
+    seen = 0
+
+    def flush() -> None:
+        results = memory.add_many([draft for _, draft in pending])
+        for (number, _), result in zip(pending, results, strict=True):
+            done.append(
+                SeedLine(
+                    line=number,
+                    action=result.action,
+                    lesson_id=result.lesson.id if result.lesson else None,
+                    message=result.reason,
+                )
+            )
+        pending.clear()
         if progress is not None:
-            progress(count)
-    return SeedReport(lines=tuple(done))
+            progress(seen)
+
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        seen += 1
+        parsed = _seed_line(number, text, scope)
+        if isinstance(parsed, SeedLine):
+            done.append(parsed)
+        else:
+            pending.append((number, parsed))
+        if len(pending) >= batch:
+            flush()
+    if pending or progress is not None:
+        flush()
+    return SeedReport(lines=tuple(sorted(done, key=lambda line: line.line)))
 
 
-def _seed_line(memory: Memory, number: int, text: str, scope: str) -> SeedLine:
+def _seed_line(number: int, text: str, scope: str) -> LessonDraft | SeedLine:
+    """The draft a line asks for, or the error that refuses it."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -110,20 +138,12 @@ def _seed_line(memory: Memory, number: int, text: str, scope: str) -> SeedLine:
             f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors()
         )
         return SeedLine(line=number, action="error", message=problems)
-    result = memory.add(
-        LessonDraft(
-            scope=record.scope or scope,
-            error_type=record.error_type,
-            symptom=record.symptom,
-            root_cause=record.root_cause,
-            fix=record.fix,
-            applies_when=record.applies_when,
-            status=record.status,
-        )
-    )
-    return SeedLine(
-        line=number,
-        action=result.action,
-        lesson_id=result.lesson.id if result.lesson else None,
-        message=result.reason,
+    return LessonDraft(
+        scope=record.scope or scope,
+        error_type=record.error_type,
+        symptom=record.symptom,
+        root_cause=record.root_cause,
+        fix=record.fix,
+        applies_when=record.applies_when,
+        status=record.status,
     )

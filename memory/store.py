@@ -360,6 +360,8 @@ class Memory:
 
     def reindex(self, *, reembed: bool = False, progress: Progress | None = None) -> int:
         """Rebuild the vector index from SQL; returns the number of lessons indexed."""
+        if reembed:
+            self._writer.pools.clear()  # the dedup vectors are rewritten
         count = sync.reindex(
             self._db, self._index, self._embedder, reembed=reembed, progress=progress
         )

@@ -12,13 +12,15 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from sqlalchemy import insert
 from sqlmodel import Session, col, select
 
 from memory.commit import AfterCommitHook, IndexChanges, Written, write_through_each
 from memory.db import Database
-from memory.dedup import Vector, best_match, cosine, dedup_text, index_text, pack, unpack
+from memory.dedup import Match, Vector, cosine, dedup_text, index_text, pack, unpack
 from memory.embeddings import Embedder
 from memory.index import LessonIndex
+from memory.pools import DedupPools, VectorSet
 from memory.redact import redact_draft
 from memory.schema import (
     INDEX_PENDING,
@@ -61,6 +63,14 @@ class _Batch:
     results: list[AddResult | None]
     created: list[LessonRow] = field(default_factory=list)
     index_vecs: dict[str, list[float]] = field(default_factory=dict)
+    inserts: dict[str, LessonRow] = field(default_factory=dict)  # new rows not yet inserted
+
+
+def _better(a: Match | None, b: Match | None) -> Match | None:
+    """The closer of two matches; the stored lesson on a tie (it came first)."""
+    if a is None or (b is not None and b.similarity > a.similarity):
+        return b
+    return a
 
 
 def _with_run_evidence(draft: LessonDraft, run_id: str | None) -> LessonDraft:
@@ -77,6 +87,17 @@ def _merge_evidence(old: list[dict[str, str]], new: Sequence[Evidence]) -> list[
             known.add((e.run_id, e.excerpt))
             merged.append(e.model_dump())
     return merged[-MAX_EVIDENCE:]
+
+
+_COLUMNS = [c.name for c in LessonRow.__table__.columns]  # type: ignore[attr-defined]
+
+
+def _insert(session: Session, batch: _Batch) -> None:
+    """Insert the batch's new rows in one executemany (they stay detached from `session`)."""
+    if batch.inserts:
+        values = [{c: getattr(row, c) for c in _COLUMNS} for row in batch.inserts.values()]
+        session.execute(insert(LessonRow), values)
+        batch.inserts.clear()
 
 
 class LessonWriter:
@@ -96,6 +117,7 @@ class LessonWriter:
         self.config = config
         # Fault-injection point for tests: runs after the SQL commit, before the index write.
         self.after_sql_commit = after_sql_commit
+        self.pools = DedupPools(embedder.model_id, embedder.dim)
 
     def add_many(
         self, drafts: Sequence[LessonDraft], *, run_id: str | None = None
@@ -138,23 +160,29 @@ class LessonWriter:
     def _write_scope(
         self, session: Session, scope: str, items: list[tuple[int, _Prepared]], batch: _Batch
     ) -> None:
-        error_types = sorted({p.draft.error_type for _, p in items})
-        rows = session.exec(
-            select(LessonRow.id, LessonRow.error_type, LessonRow.dedup_vector).where(
-                LessonRow.scope == scope,
-                col(LessonRow.error_type).in_(error_types),
-                LessonRow.status != "merged",
-                LessonRow.embedding_model == self.embedder.model_id,
+        by_type: dict[str, list[tuple[int, _Prepared]]] = {}
+        for pos, p in items:
+            by_type.setdefault(p.draft.error_type, []).append((pos, p))
+        # Each draft's best match among the stored lessons: one matrix product per error
+        # type against the cached pool (memory.pools), synced inside this transaction.
+        stored: dict[int, Match | None] = {}
+        for error_type, typed in by_type.items():
+            pool = self.pools.pool(session, scope, error_type)
+            stored.update(
+                zip(
+                    [pos for pos, _ in typed],
+                    pool.best([p.dedup_vec for _, p in typed]),
+                    strict=True,
+                )
             )
-        ).all()
-        pool: dict[str, list[tuple[str, Vector]]] = {t: [] for t in error_types}
-        for lesson_id, error_type, blob in rows:
-            pool[error_type].append((lesson_id, unpack(blob)))
+        # Lessons this batch creates: a later draft of the batch may repeat them.
+        created = {t: VectorSet(self.embedder.dim) for t in by_type}
         injected = self._injected_vectors(session, [p for _, p in items])
         for pos, p in items:
-            batch.results[pos] = self._write_one(
-                session, p, pool[p.draft.error_type], injected, batch
-            )
+            mine = created[p.draft.error_type]
+            match = _better(stored[pos], mine.best_one(p.dedup_vec))
+            batch.results[pos] = self._write_one(session, p, match, mine, injected, batch)
+        _insert(session, batch)
 
     def _injected_vectors(self, session: Session, items: list[_Prepared]) -> dict[str, Vector]:
         ids = sorted({i for p in items for i in p.draft.injected_lesson_ids})
@@ -169,7 +197,8 @@ class LessonWriter:
         self,
         session: Session,
         p: _Prepared,
-        pool: list[tuple[str, Vector]],
+        match: Match | None,
+        created: VectorSet,
         injected: dict[str, Vector],
         batch: _Batch,
     ) -> AddResult:
@@ -184,15 +213,18 @@ class LessonWriter:
                     action="rejected_recall_loop",
                     reason=f"restates injected lesson {lesson_id} (similarity {sim:.3f})",
                 )
-        match = best_match(p.dedup_vec, pool)
         if match is not None and match.similarity >= self.config.dedup_similarity:
-            row = session.exec(
-                select(LessonRow).where(LessonRow.id == match.lesson_id).with_for_update()
-            ).one()
+            row = (
+                batch.inserts.get(match.lesson_id)
+                or session.exec(
+                    select(LessonRow).where(LessonRow.id == match.lesson_id).with_for_update()
+                ).one()
+            )
             row.seen += 1
             row.evidence = _merge_evidence(row.evidence or [], p.draft.evidence)
             row.updated_at = utcnow()
-            session.add(row)
+            if row.id not in batch.inserts:
+                session.add(row)
             return AddResult(
                 lesson=to_lesson(row),
                 action="merged_duplicate",
@@ -223,9 +255,10 @@ class LessonWriter:
             helped=0,
             misled=0,
         )
-        # No flush per row: ids are ours, so the inserts can go out batched at commit.
-        session.add(row)
-        pool.append((row.id, p.dedup_vec))
+        # Inserted with the scope's other new rows in one statement (`_insert`): the ORM's
+        # unit of work costs more than the insert itself in a bulk load.
+        batch.inserts[row.id] = row
+        created.put(row.id, p.dedup_vec)
         batch.created.append(row)
         batch.index_vecs[row.id] = p.index_vec
         return AddResult(lesson=to_lesson(row), action="created", reason="new lesson")

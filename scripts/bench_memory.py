@@ -20,6 +20,20 @@ takes hours on a 2-core machine, and the timings of interest here exclude embedd
 reported separately. Dedup runs (the scan is paid) with a threshold of 0.999 so the store
 reaches the requested size.
 
+Every time is reported twice: wall clock and the process CPU time of the same calls (on a
+shared machine the wall clock also counts other processes' turns). Add and recall exclude
+embedding; MiniLM's cost of one query and of one add's two texts is measured apart.
+
+The goal run (issue 12): 100k lessons in one scope, beside today's code on the same store:
+
+    python scripts/bench_memory.py --sizes 100000 --scopes 1 --global-share 0 \
+        --batch 1000 --keep /tmp/s100k --json after.json      # builds the store, times the load
+    cp -r /tmp/s100k /tmp/s100k-b && python scripts/bench_memory.py ... --keep /tmp/s100k-b
+                                                             # reuses a copy: add and recall
+
+(`--keep` reuses a store left by an earlier run; copy it first, since the timed adds stay
+in it.)
+
 scripts/bench_lexical.py times recall's BM25 alone over the same lesson texts in one scope.
 """
 
@@ -27,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import statistics
@@ -149,8 +164,10 @@ FAMILIES: dict[str, list[tuple[str, str, str]]] = {
 }
 
 
-def generate(n: int, seed: int, scopes: Sequence[str] = SCOPES) -> list[LessonDraft]:
-    """n varied lesson drafts (deterministic for a seed)."""
+def generate(
+    n: int, seed: int, scopes: Sequence[str] = SCOPES, global_share: float = 0.05
+) -> list[LessonDraft]:
+    """n varied lesson drafts (deterministic for a seed); `global_share` of them in "global"."""
     rng = random.Random(seed)
     families = [(t, tpl) for t, tpls in FAMILIES.items() for tpl in tpls]
     drafts = []
@@ -163,7 +180,7 @@ def generate(n: int, seed: int, scopes: Sequence[str] = SCOPES) -> list[LessonDr
             "lib": rng.choice(LIBS),
             "v": str(rng.randint(1, 999)),
         }
-        scope = "global" if rng.random() < 0.05 else rng.choice(scopes)
+        scope = "global" if rng.random() < global_share else rng.choice(scopes)
         drafts.append(
             LessonDraft(
                 scope=scope,
@@ -241,18 +258,26 @@ def build_table(
 
 @dataclass
 class Result:
+    """One store size. Times are wall clock; `*_cpu_*` the process CPU time of the same calls
+    (on a shared machine the wall clock also counts the other processes' turns)."""
+
     mode: str
     size: int
     stored: int
     load_s: float
     load_per_s: float
+    load_cpu_per_s: float
     add_p50_ms: float
     add_p95_ms: float
     add_per_s: float
+    add_cpu_p50_ms: float
     recall_p50_ms: float
     recall_p95_ms: float
+    recall_cpu_p50_ms: float
+    recall_cpu_p95_ms: float
     recall_mean_hits: float
     query_embed_p50_ms: float
+    add_embed_p50_ms: float  # MiniLM, the two texts one add embeds (not in add_p50_ms)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -266,16 +291,25 @@ def timed(fn: Callable[[], Any]) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
+def timed2(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """(wall ms, process CPU ms, result) of one call."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    return (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000, out
+
+
 def run_one(
     mode: str,
     size: int,
     opener: Callable[[TableEmbedder], Memory],
-    minilm: MiniLMEmbedder,
-    embed_ms: float,
+    embed_ms: tuple[float, float],
     args: argparse.Namespace,
+    minilm: MiniLMEmbedder,
 ) -> Result:
     scopes = SCOPES[: args.scopes]
-    drafts = generate(size + args.adds, seed=args.seed + size, scopes=scopes)
+    drafts = generate(
+        size + args.adds, seed=args.seed + size, scopes=scopes, global_share=args.global_share
+    )
     load, extra = drafts[:size], drafts[size:]
     rng = random.Random(args.seed)
     # Queries read like the error output of a new run: a pool lesson's symptom (same family
@@ -284,37 +318,44 @@ def run_one(
     table = build_table(drafts, queries, minilm, args)
     memory = opener(TableEmbedder(table))
     try:
-        t0 = time.perf_counter()
-        for start in range(0, size, args.batch):
+        t0, c0 = time.perf_counter(), time.process_time()
+        loaded = memory.list_lessons().total if args.keep else 0
+        if loaded:
+            print(f"  reusing {loaded} lessons of {args.keep}", flush=True)
+        for start in range(0 if not loaded else size, size, args.batch):
             memory.add_many(load[start : start + args.batch])
             if args.verbose:
                 print(f"  {mode} {size}: loaded {min(size, start + args.batch)}", flush=True)
-        load_s = time.perf_counter() - t0
-        add_ms = [timed(lambda d=d: memory.add(d)) for d in extra]
-        recall_ms, hits = [], []
+        load_s, load_cpu = time.perf_counter() - t0, time.process_time() - c0
+        adds = [timed2(lambda d=d: memory.add(d)) for d in extra]
+        recalls = []
         for q in queries:
             scope = rng.choice(scopes)
             lq = LessonQuery(text=q, scope=scope, include_global=True, limit=3, token_budget=400)
-            t = time.perf_counter()
-            found = memory.recall(lq)
-            recall_ms.append((time.perf_counter() - t) * 1000)
-            hits.append(len(found))
+            recalls.append(timed2(lambda lq=lq: memory.recall(lq)))
         stored = memory.list_lessons().total
     finally:
         memory.close()
+    add_ms, add_cpu = [w for w, _, _ in adds], [c for _, c, _ in adds]
+    recall_ms, recall_cpu = [w for w, _, _ in recalls], [c for _, c, _ in recalls]
     return Result(
         mode=mode,
         size=size,
         stored=stored,
         load_s=round(load_s, 2),
-        load_per_s=round(size / load_s, 1),
+        load_per_s=0.0 if loaded else round(size / load_s, 1),
+        load_cpu_per_s=0.0 if loaded else round(size / load_cpu, 1),
         add_p50_ms=round(pct(add_ms, 0.5), 2),
         add_p95_ms=round(pct(add_ms, 0.95), 2),
         add_per_s=round(1000 * len(add_ms) / sum(add_ms), 1),
+        add_cpu_p50_ms=round(pct(add_cpu, 0.5), 2),
         recall_p50_ms=round(pct(recall_ms, 0.5), 2),
         recall_p95_ms=round(pct(recall_ms, 0.95), 2),
-        recall_mean_hits=round(statistics.mean(hits), 2),
-        query_embed_p50_ms=round(embed_ms, 1),
+        recall_cpu_p50_ms=round(pct(recall_cpu, 0.5), 2),
+        recall_cpu_p95_ms=round(pct(recall_cpu, 0.95), 2),
+        recall_mean_hits=round(statistics.mean(len(found) for _, _, found in recalls), 2),
+        query_embed_p50_ms=round(embed_ms[0], 1),
+        add_embed_p50_ms=round(embed_ms[1], 1),
     )
 
 
@@ -324,11 +365,15 @@ def bench_queries(args: argparse.Namespace) -> list[str]:
     return [f"{pool[k % args.pool].symptom.split(' (case')[0]} #{k}" for k in range(args.queries)]
 
 
-def measure_query_embedding(minilm: MiniLMEmbedder, n: int = 20) -> float:
-    """p50 ms of embedding one query with the real MiniLM (warm model)."""
+def measure_embedding(minilm: MiniLMEmbedder, n: int = 20) -> tuple[float, float]:
+    """p50 ms of the real MiniLM (warm) embedding one query, and one add's two texts."""
     minilm.embed(["warm up"])
     texts = [f"ValueError: could not convert string to float: '${k},99' in price" for k in range(n)]
-    return pct([timed(lambda t=t: minilm.embed([t])) for t in texts], 0.5)
+    query = pct([timed(lambda t=t: minilm.embed([t])) for t in texts], 0.5)
+    # An add embeds root cause + fix (dedup) and symptom + root cause (the index), one each.
+    pairs = [(dedup_text(t, "strip it"), index_text(t, "a currency sign")) for t in texts]
+    add = pct([timed(lambda p=p: [minilm.embed([x]) for x in p]) for p in pairs], 0.5)
+    return query, add
 
 
 def server_opener(
@@ -372,17 +417,25 @@ def print_table(results: list[Result]) -> None:
         ("size", "lessons"),
         ("load_per_s", "bulk/s"),
         ("add_p50_ms", "add p50"),
+        ("load_cpu_per_s", "bulk/cpu-s"),
         ("add_p95_ms", "add p95"),
+        ("add_cpu_p50_ms", "add cpu p50"),
         ("recall_p50_ms", "recall p50"),
         ("recall_p95_ms", "recall p95"),
+        ("recall_cpu_p50_ms", "rec cpu p50"),
+        ("recall_cpu_p95_ms", "rec cpu p95"),
         ("recall_mean_hits", "hits"),
         ("query_embed_p50_ms", "q-embed p50"),
+        ("add_embed_p50_ms", "add-embed p50"),
     ]
     print(" | ".join(f"{title:>11}" for _, title in cols))
     for r in results:
         d = asdict(r)
         print(" | ".join(f"{d[key]!s:>11}" for key, _ in cols))
-    print("(times in ms; recall excludes query embedding; q-embed = real MiniLM, one query)")
+    print(
+        "(times in ms; add and recall exclude embedding: q-embed / add-embed = real MiniLM, "
+        "one query / one add's two texts; cpu = process CPU time of the same calls)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -403,6 +456,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--chroma-url")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument(
+        "--global-share", type=float, default=0.05, help="share of lessons in scope 'global'"
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="embedded mode, one size: build the store in this directory, or reuse the one "
+        "a previous run left there (its bulk load is then not timed)",
+    )
+    parser.add_argument(
         "--scopes",
         type=int,
         default=len(SCOPES),
@@ -412,8 +474,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
+    if args.keep and (args.modes != ["embedded"] or len(args.sizes) != 1):
+        parser.error("--keep needs --modes embedded and one size")
     minilm = MiniLMEmbedder(batch_size=128)
-    embed_ms = measure_query_embedding(minilm)
+    embed_ms = measure_embedding(minilm)
     results: list[Result] = []
     cleanup: list[Callable[[], None]] = []
     try:
@@ -424,11 +488,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     if server is not None:
                         opener = server(size)
                     else:
+                        where = str(args.keep or tmp)
 
-                        def opener(emb: TableEmbedder, tmp: str = tmp) -> Memory:
-                            return Memory.open(tmp, embedder=emb, dedup_similarity=0.999)
+                        def opener(emb: TableEmbedder, where: str = where) -> Memory:
+                            return Memory.open(where, embedder=emb, dedup_similarity=0.999)
 
-                    result = run_one(mode, size, opener, minilm, embed_ms, args)
+                    result = run_one(mode, size, opener, embed_ms, args, minilm)
                 results.append(result)
                 print(json.dumps(asdict(result)), flush=True)
     finally:
@@ -439,11 +504,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         meta = {
             "python": platform.python_version(),
             "machine": platform.machine(),
-            "cpus": __import__("os").cpu_count(),
+            "cpus": os.cpu_count(),
             "pool": args.pool,
             "exact": args.exact,
             "queries": args.queries,
             "adds": args.adds,
+            "scopes": args.scopes,
+            "global_share": args.global_share,
+            "batch": args.batch,
+            "reused_store": str(args.keep) if args.keep else None,
+            "load_average": os.getloadavg(),
         }
         args.json.write_text(
             json.dumps({"meta": meta, "results": [asdict(r) for r in results]}, indent=2)

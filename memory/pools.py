@@ -1,0 +1,175 @@
+"""The dedup vectors a write compares a draft with, cached per (scope, error type).
+
+Dedup compares a draft's root cause + fix with every unmerged lesson of its scope and error
+type. Reading those vectors from SQL on every add reads tens of megabytes at 100k lessons;
+this cache keeps them in one float32 matrix per (scope, error type) and brings it up to date
+inside the writer's transaction, under the writer's lock, so the decision still sees every
+committed lesson:
+
+- `memory.counts` says in one indexed read whether the pair changed since the cache looked;
+- if it did, the rows updated since then are read (an index on scope, error type, updated_at)
+  and patched in; if the number of unmerged lessons then disagrees with the counters (a
+  row left the pair, was restored with an older timestamp, was written by a clock behind
+  ours), the pair is read again in full.
+
+What the cache cannot see: a dedup vector rewritten without a trigger-tracked column
+changing (none of our writers does that) or a re-embedding by another process, which also
+changes the model and needs the store reopened anyway. `clear()` drops everything (a
+re-embedding in this process).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from memory import counts
+from memory.dedup import Match, Vector
+from memory.schema import LessonRow
+
+_PRODUCT = 1 << 23  # floats in one (queries, stored rows) similarity block: 32 MiB
+
+
+class VectorSet:
+    """Unit vectors by id in one growable matrix: put, drop, best match by dot product."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._ids: list[str] = []
+        self._pos: dict[str, int] = {}
+        self._mat = np.zeros((16, dim), dtype=np.float32)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, lesson_id: object) -> bool:
+        return lesson_id in self._pos
+
+    def put(self, lesson_id: str, vector: Vector) -> None:
+        """Add or replace one vector."""
+        pos = self._pos.get(lesson_id)
+        if pos is None:
+            pos = len(self._ids)
+            if pos == len(self._mat):
+                grown = np.zeros((2 * len(self._mat), self.dim), dtype=np.float32)
+                grown[:pos] = self._mat
+                self._mat = grown
+            self._ids.append(lesson_id)
+            self._pos[lesson_id] = pos
+        self._mat[pos] = vector
+
+    def drop(self, lesson_id: str) -> None:
+        """Remove one vector (no-op when absent); the last one fills the hole."""
+        pos = self._pos.pop(lesson_id, None)
+        if pos is None:
+            return
+        last = len(self._ids) - 1
+        last_id = self._ids.pop()
+        if pos != last:
+            self._ids[pos] = last_id
+            self._pos[last_id] = pos
+            self._mat[pos] = self._mat[last]
+
+    def best_one(self, vector: Vector) -> Match | None:
+        """The most similar stored vector (a small set: one product, no slicing)."""
+        if not self._ids:
+            return None
+        sims = self._mat[: len(self._ids)] @ vector
+        row = int(np.argmax(sims))
+        return Match(lesson_id=self._ids[row], similarity=float(sims[row]))
+
+    def best(self, vectors: Sequence[Vector]) -> list[Match | None]:
+        """The most similar stored vector of each of `vectors` (one matrix product)."""
+        if not self._ids or not vectors:
+            return [None] * len(vectors)
+        queries = np.stack(vectors)
+        best_sim = np.full(len(vectors), -np.inf, dtype=np.float32)
+        best_row = np.zeros(len(vectors), dtype=np.int64)
+        # In slices of the stored rows when there are many queries: the (queries, slice)
+        # product stays small in memory (one slice for a single add: no extra passes).
+        step = max(1, _PRODUCT // len(vectors))
+        for start in range(0, len(self._ids), step):
+            sims = queries @ self._mat[start : min(start + step, len(self._ids))].T
+            rows = np.argmax(sims, axis=1)
+            found = sims[np.arange(len(vectors)), rows]
+            better = found > best_sim  # strict: the first of equal rows wins, as argmax does
+            best_sim[better], best_row[better] = found[better], rows[better] + start
+        return [
+            Match(lesson_id=self._ids[row], similarity=float(sim))
+            for row, sim in zip(best_row.tolist(), best_sim.tolist(), strict=True)
+        ]
+
+
+@dataclass
+class _Pool:
+    vectors: VectorSet
+    others: set[str] = field(default_factory=set)  # unmerged, but of another model or size
+    mark: tuple[int, int] | None = None
+    latest: datetime | None = None
+
+    def apply(self, rows: Iterable[tuple[str, str, str, bytes]], model_id: str) -> None:
+        for lesson_id, status, model, blob in rows:
+            self.vectors.drop(lesson_id)
+            self.others.discard(lesson_id)
+            if status == "merged":
+                continue
+            vec = np.frombuffer(blob, dtype="<f4")
+            if model == model_id and vec.shape == (self.vectors.dim,):
+                self.vectors.put(lesson_id, vec)
+            else:
+                self.others.add(lesson_id)
+
+    def size(self) -> int:
+        return len(self.vectors) + len(self.others)
+
+
+class DedupPools:
+    """The cached dedup vectors of one store and embedding model (see the module docstring)."""
+
+    def __init__(self, model_id: str, dim: int) -> None:
+        self.model_id, self.dim = model_id, dim
+        self._pools: dict[tuple[str, str], _Pool] = {}
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        """Forget everything (the store was re-embedded)."""
+        with self._lock:
+            self._pools.clear()
+
+    def pool(self, session: Session, scope: str, error_type: str) -> VectorSet:
+        """The dedup vectors of the unmerged lessons of (scope, error type) as `session` sees
+        them; call inside the writer's locked transaction. Do not keep it past it."""
+        with self._lock:
+            pool = self._pools.setdefault((scope, error_type), _Pool(VectorSet(self.dim)))
+            self._sync(session, scope, error_type, pool)
+            return pool.vectors
+
+    def _sync(self, session: Session, scope: str, error_type: str, pool: _Pool) -> None:
+        try:
+            found = counts.read(session, scope, [error_type])
+            mark: tuple[int, int] | None = (found.generation, found.unmerged)
+            unmerged = found.unmerged
+        except counts.CountsUnavailable:
+            mark, unmerged = None, -1  # no counters: read everything, every time
+        if mark is not None and mark == pool.mark:
+            return
+        where = (LessonRow.scope == scope, LessonRow.error_type == error_type)
+        rows = select(
+            LessonRow.id, LessonRow.status, LessonRow.embedding_model, LessonRow.dedup_vector
+        ).where(*where)
+        latest = session.exec(select(func.max(LessonRow.updated_at)).where(*where)).one()
+        if pool.latest is not None and mark is not None:
+            # >=: rows written in the same instant as the last look are read again.
+            changed = rows.where(col(LessonRow.updated_at) >= pool.latest)
+            pool.apply(session.exec(changed).all(), self.model_id)
+        if pool.latest is None or mark is None or pool.size() != unmerged:
+            fresh = _Pool(VectorSet(self.dim))
+            fresh.apply(session.exec(rows.where(LessonRow.status != "merged")).all(), self.model_id)
+            pool.vectors, pool.others = fresh.vectors, fresh.others
+        pool.mark, pool.latest = mark, latest

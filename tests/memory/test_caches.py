@@ -1,0 +1,179 @@
+"""Caches built from SQL stay true to it: the dedup pool and the BM25 postings.
+
+Two `Memory` objects on one store stand for two processes: each keeps its own caches, warmed
+first, and must see what the other wrote (inserts, status changes, scope moves, merges and
+their undo, which restores older timestamps). The trigger-kept counters (`memory.counts`)
+are compared with the lessons themselves. Every test runs on SQLite + embedded chromadb and on
+PostgreSQL + a Chroma server.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from memory_servers import StoreSpec
+from sqlalchemy import create_engine, inspect, text
+from test_memory_merges import draft, plan
+
+from memory import HashEmbedder, LessonDraft, LessonFilter, Memory, counts
+from memory.db import Database, sql_url
+from memory.migrate import SCHEMA_VERSION, VERSION_KEY
+from memory.wiring import locations
+
+NEW_INDEXES = {
+    "ix_lessons_scope_updated",
+    "ix_lessons_scope_type_updated",
+    "ix_lessons_merged_into",
+}
+
+
+@pytest.fixture
+def pair(spec: StoreSpec) -> Iterator[tuple[Memory, Memory]]:
+    a = spec.open()
+    b = spec.open()
+    yield a, b
+    b.close()
+    a.close()
+
+
+def _warm(memory: Memory) -> None:
+    # Fill both caches of this instance: a dedup pool (an add) and the postings (a search).
+    memory.add(draft(500))
+    memory.bm25_scores("alpha500", ["default"])
+
+
+def _moved(d: LessonDraft, scope: str) -> LessonDraft:
+    return d.model_copy(update={"scope": scope})
+
+
+def test_a_lesson_written_elsewhere_is_a_duplicate_here(pair: tuple[Memory, Memory]) -> None:
+    a, b = pair
+    _warm(a)
+    _warm(b)
+    first = a.add(draft(1)).lesson
+    assert first is not None
+    again = b.add(draft(1))
+    assert again.action == "merged_duplicate" and again.lesson is not None
+    assert again.lesson.id == first.id and a.get(first.id).seen == 2
+    assert first.id in b.bm25_scores("alpha1", ["default"])
+
+
+def test_a_deprecated_lesson_leaves_the_postings(pair: tuple[Memory, Memory]) -> None:
+    a, b = pair
+    lesson = a.add(draft(2)).lesson
+    assert lesson is not None
+    assert lesson.id in b.bm25_scores("alpha2", ["default"])
+    a.set_status(lesson.id, "deprecated")
+    assert lesson.id not in b.bm25_scores("alpha2", ["default"])
+    # Deprecated lessons still take duplicates in (dedup compares with all but merged ones).
+    assert b.add(draft(2)).action == "merged_duplicate"
+
+
+def test_a_lesson_moved_to_another_scope_moves_in_every_cache(
+    pair: tuple[Memory, Memory],
+) -> None:
+    a, b = pair
+    _warm(b)
+    lesson = a.add(draft(3)).lesson
+    assert lesson is not None
+    assert b.add(draft(4)).action == "created"  # b's pool of "default" now holds lesson 3
+    a.update(lesson.id, scope="elsewhere")
+    assert lesson.id not in b.bm25_scores("alpha3", ["default"])
+    assert lesson.id in b.bm25_scores("alpha3", ["elsewhere"])
+    assert b.add(draft(3)).action == "created"  # no longer in "default"
+    folded = b.add(_moved(draft(3), "elsewhere"))
+    assert folded.action == "merged_duplicate" and folded.lesson is not None
+    assert folded.lesson.id == lesson.id
+
+
+def test_merge_and_undo_elsewhere_are_seen_by_dedup(pair: tuple[Memory, Memory]) -> None:
+    a, b = pair
+    _warm(b)
+    one, two = (a.add(draft(n)).lesson for n in (5, 6))
+    assert one is not None and two is not None
+    assert b.add(draft(7)).action == "created"  # b's pool holds 5 and 6
+    record = a.apply_merge(plan([one, two]))
+    assert record is not None
+    # The members are merged: a draft repeating one folds into nothing merged.
+    repeat = b.add(draft(5))
+    assert repeat.lesson is not None and repeat.lesson.status != "merged"
+    assert repeat.lesson.id != one.id
+    a.undo_merge(record.id)  # the members come back with their old timestamps
+    back = b.add(draft(6))
+    assert back.action == "merged_duplicate" and back.lesson is not None
+    assert back.lesson.id == two.id
+
+
+def test_the_counters_match_the_lessons(spec: StoreSpec, pair: tuple[Memory, Memory]) -> None:
+    a, b = pair
+    lessons = [a.add(draft(n)).lesson for n in range(10, 16)]
+    b.add(draft(10))  # a sighting: no counter moves but the generation
+    b.add(_moved(draft(40), "other"))
+    assert all(x is not None for x in lessons)
+    ids = [x.id for x in lessons if x is not None]
+    a.set_status(ids[0], "deprecated")
+    a.set_status(ids[1], "validated")
+    a.update(ids[2], scope="other", error_type="KeyError")
+    record = a.apply_merge(plan([a.get(ids[3]), a.get(ids[4])]))
+    assert record is not None
+    everything = a.list_lessons(LessonFilter(limit=1000)).items
+    recallable = Counter(
+        (x.scope, x.error_type) for x in everything if x.status in ("candidate", "validated")
+    )
+    unmerged = Counter((x.scope, x.error_type) for x in everything if x.status != "merged")
+    db = Database.connect(locations(spec.url, None)[0] if spec.kind == "sqlite" else spec.url)
+    try:
+        with db.read() as session:
+            for scope, error_type in set(recallable) | set(unmerged):
+                got = counts.read(session, scope, [error_type])
+                assert got.recallable == recallable[(scope, error_type)], (scope, error_type)
+                assert got.unmerged == unmerged[(scope, error_type)], (scope, error_type)
+                assert got.generation > 0
+            assert counts.read(session, "nowhere").generation == 0
+    finally:
+        db.dispose()
+
+
+def test_a_version_3_store_gets_counters_and_triggers_on_open(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    with Memory.open(str(store), embedder=HashEmbedder()) as memory:
+        for n in range(20, 24):
+            memory.add(draft(n))
+        first = memory.list_lessons().items[0]
+        memory.set_status(first.id, "deprecated")
+    # What version 3 wrote: no counters table, no triggers, none of the new indexes.
+    engine = create_engine(sql_url(str(store / "memory.sqlite3")))
+    try:
+        with engine.begin() as conn:
+            for trigger in ("insert", "delete", "update"):
+                conn.execute(text(f"DROP TRIGGER lessons_count_{trigger}"))
+            conn.execute(text("DROP TABLE lesson_counts"))
+            for index in NEW_INDEXES:
+                conn.execute(text(f"DROP INDEX {index}"))
+            conn.execute(
+                text("UPDATE memory_meta SET value = '3' WHERE key = :k"), {"k": VERSION_KEY}
+            )
+    finally:
+        engine.dispose()
+    with Memory.open(str(store), embedder=HashEmbedder()) as memory:
+        assert memory.schema_version() == SCHEMA_VERSION == 4
+        db = Database.connect(sql_url(str(store / "memory.sqlite3")))
+        try:
+            with db.read() as session:
+                assert counts.read(session, "default") == counts.Counts(
+                    generation=1, recallable=3, unmerged=4
+                )
+            memory.add(draft(24))  # the triggers count again
+            with db.read() as session:
+                got = counts.read(session, "default")
+                assert (got.generation, got.recallable, got.unmerged) == (2, 4, 5)
+        finally:
+            db.dispose()
+    engine = create_engine(sql_url(str(store / "memory.sqlite3")))
+    try:
+        assert {ix["name"] for ix in inspect(engine).get_indexes("lessons")} >= NEW_INDEXES
+    finally:
+        engine.dispose()
