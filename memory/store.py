@@ -405,7 +405,7 @@ class Memory:
         return self.apply_merges([plan])[0]
 
     def apply_merges(self, plans: Sequence[MergePlan]) -> list[MergeRecord | None]:
-        """`apply_merge` for several plans: one SQL transaction each, one index batch."""
+        """`apply_merge` for several plans: one SQL transaction per scope, one index batch."""
         return merges.apply_merges(
             self._db, self._index, self._embedder, plans, after_commit=self._after_sql_commit
         )

@@ -31,7 +31,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.llm.base import LLM, Usage
-from memory import Bucket, BucketVectors, Lease, MergePlan, MergeRecord
+from memory import Bucket, BucketVectors, Lease, Lesson, MergePlan, MergeRecord
 from memory.merges import ACTIVE
 from memory.store import Memory
 from retrospectives.canonical import write_canonical
@@ -184,9 +184,10 @@ class Consolidator:
         # so the next pass retries them.
         retry: set[str] = set()
         cap = self.config.max_cluster - 1
-        fix_vectors = self.memory.fix_vectors(
-            [i for c in clusters for i in (c.leader, *c.members[:cap])]
-        )
+        wanted = [i for c in clusters for i in (c.leader, *c.members[:cap])]
+        fix_vectors = self.memory.fix_vectors(wanted)
+        # One read for every lesson the bucket's merges touch (the write re-checks them).
+        known = {m.id: m for m in self.memory.get_many(wanted)}
         for cluster in clusters:
             if should_stop():
                 tally.stopped = True
@@ -197,7 +198,7 @@ class Consolidator:
             tally.clusters += 1
             taken = cluster.members[:cap]
             retry.update(cluster.members[len(taken) :])
-            planned = self._plan(bucket, cluster.leader, taken, fix_vectors)
+            planned = self._plan(bucket, cluster.leader, taken, known, fix_vectors)
             if planned is None:
                 tally.conflicts += 1
                 retry.update(taken)
@@ -243,10 +244,11 @@ class Consolidator:
         bucket: Bucket,
         leader_id: str,
         members: Sequence[str],
+        known: Mapping[str, Lesson],
         fix_vectors: Mapping[str, Sequence[float]],
     ) -> tuple[MergePlan, Usage, bool] | None:
         ids = [leader_id, *members]
-        lessons = [m for m in self.memory.get_many(ids) if m.status in ACTIVE]
+        lessons = [known[i] for i in ids if i in known and known[i].status in ACTIVE]
         if len(lessons) != len(ids):
             return None
         leader = lessons[0]
