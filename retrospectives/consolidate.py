@@ -2,20 +2,22 @@
 
     lease (Memory.acquire_lease) -> embed root causes of lessons without a vector (cached by
     the memory) -> per scope with new lessons, across error types: average linkage on
-    root-cause vector + word overlap (retrospectives.link); per (scope, error type) leader
-    clustering (retrospectives.cluster) with `across_error_types=False` -> per cluster:
-    canonical text (model or fallback) -> a merge plan -> Memory.apply_merges (one SQL
-    transaction per merge, then the index) -> mark the bucket's new lessons processed ->
-    release the lease
+    root-cause vector + word overlap (retrospectives.link, on a neighbour graph from
+    retrospectives.neighbours); per (scope, error type) leader clustering
+    (retrospectives.cluster) with `across_error_types=False` -> per cluster: canonical text
+    (model or fallback) -> a merge plan -> Memory.apply_merges (a batch of plans in one SQL
+    transaction per scope, each plan compare-and-set, then the index) -> mark the bucket's
+    new lessons processed -> release the lease
 
 This module decides (what clusters, what the canonical says); every write goes through
 `Memory`, the only writer of lessons.
 
 Incremental: only lessons no pass has processed are clustered, against the lessons that
 stand for earlier clusters. Idempotent: a second pass finds nothing new. Resumable: every
-merge commits on its own and a lesson is marked processed only with its merge or after its
-bucket, so a crash loses at most the cluster in flight. Undo is exact (before-snapshots),
-and an undone merge is not redone by the next incremental pass (its lessons stay processed).
+batch of merges (`write_batch`) commits on its own and a lesson is marked processed only
+with its merge or after its bucket, so a crash loses at most the batch in flight. Undo is
+exact (before-snapshots), and an undone merge is not redone by the next incremental pass
+(its lessons stay processed).
 """
 
 from __future__ import annotations
@@ -64,8 +66,9 @@ class ConsolidationConfig(BaseModel):
     max_cluster: int = Field(default=24, ge=2)
     # Re-cluster every active lesson, not only new ones (after a threshold change).
     full: bool = False
-    # Deterministic merges written per batch (a model-written merge is written at once).
-    write_batch: int = Field(default=64, ge=1)
+    # Deterministic merges written per batch, one SQL transaction per scope and one index
+    # write (a model-written merge is written at once). Chroma costs ~0.2 s per call here.
+    write_batch: int = Field(default=256, ge=1)
 
 
 class ConsolidationReport(BaseModel):
