@@ -321,7 +321,7 @@ def main() -> None:
     args = parser.parse_args()
     # SIGTERM unwinds like Ctrl-C, so the temporary stores are removed.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 160)
     results: list[dict[str, float | int | str]] = []
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -348,27 +348,27 @@ def main() -> None:
 
 
 def results_table(results: list[dict[str, float | int | str]]) -> Table:
-    table = Table(title="consolidation (hashing embedder, no model; seconds)")
-    columns = ("lessons", "embed", "full pass", "cluster", "write", "merges", "x prev",
-               "n log n x", "purity", "dup", "search", "+new", "incr pass", "3rd")  # fmt: skip
+    table = Table(title="consolidation (hashing embedder, no model; wall seconds, CPU seconds)")
+    columns = ("lessons", "full pass", "CPU s", "cluster", "write", "merges", "x prev (CPU)",
+               "n log n x", "purity", "dup", "search", "+new", "incr", "CPU s", "3rd")  # fmt: skip
     for column in columns:
         table.add_column(column, justify="right")
     prev: dict[str, float | int | str] | None = None
     for r in results:
-        n, full = float(r["lessons"]), float(r["full_s"])
+        n, full, cpu = float(r["lessons"]), float(r["full_s"]), float(r["full_cpu_s"])
         growth, nlogn = "-", "-"
         if prev:
             m = float(prev["lessons"])
-            growth = f"{full / float(prev['full_s']):.1f}"
+            growth = f"{full / float(prev['full_s']):.1f} ({cpu / float(prev['full_cpu_s']):.1f})"
             nlogn = f"{n * math.log(n) / (m * math.log(m)):.1f}"
         prev = r
         table.add_row(
-            str(r["lessons"]), f"{float(r['embed_s']):.2f}", f"{full:.2f}",
+            str(r["lessons"]), f"{full:.2f}", f"{cpu:.2f}",
             f"{float(r['full_cluster_s']):.2f}", f"{float(r['full_write_s']):.2f}",
             str(r["full_merges"]), growth, nlogn, f"{float(r['full_purity']):.3f}",
             f"{float(r['full_duplicate_rate']):.3f}",
             f"{r['search_search']} {float(r['search_recall_at_10']):.2f}", str(r["incr_new"]),
-            f"{float(r['incr_s']):.2f}", str(r["noop_merges"]),
+            f"{float(r['incr_s']):.2f}", f"{float(r['incr_cpu_s']):.2f}", str(r["noop_merges"]),
         )  # fmt: skip
     return table
 
