@@ -4,18 +4,17 @@ The rows live in `memory.schema`: `lesson_merges` (members, canonical, whether t
 created the canonical, before-snapshots of every lesson row it touched, the canonical's state
 right after) and `consolidation_vectors` (see `memory.vectors`).
 
-`apply_merges` is compare-and-set: it re-reads every lesson inside each merge's write
-transaction and gives up on that merge (None) when one changed since the plan was made, so
-two consolidators that race past the lease still cannot merge a lesson twice. Each merge
-commits on its own (a crash leaves either the whole merge or nothing in SQL); the index is
-written after the commits (`memory.commit`). Undo restores the before-snapshots exactly.
+Writing is `memory.merge_write.apply_merges`, compare-and-set (`unchanged`): it re-reads
+every lesson inside the write transaction and gives up on a merge (None) when one changed
+since the plan was made, so two consolidators that race past the lease still cannot merge a
+lesson twice. The merges of one call commit together, one transaction per scope (a crash
+leaves each such batch whole or absent in SQL, never half a merge); the index is written
+after the commits (`memory.commit`). Undo restores the before-snapshots exactly.
 """
 
 from __future__ import annotations
 
 import base64
-import secrets
-from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +23,6 @@ from sqlmodel import Session, col, select
 
 from memory.commit import AfterCommitHook, IndexChanges, Written, write_through_each
 from memory.db import Database
-from memory.dedup import dedup_text, index_text, pack
 from memory.embeddings import Embedder
 from memory.errors import LessonNotFoundError, MemoryUsageError
 from memory.index import LessonIndex
@@ -34,12 +32,12 @@ from memory.schema import (
     MergeRow,
     RootCauseVectorRow,
     aware,
-    evidence_json,
     utcnow,
 )
 from memory.types import Lesson, LessonStatus, LessonText, MergedCounts
 
 ACTIVE: tuple[LessonStatus, ...] = ("candidate", "validated")
+_SQL_CHUNK = 900  # SQLite caps the bound parameters of one statement
 
 
 class MergeNotFoundError(LessonNotFoundError):
@@ -130,140 +128,14 @@ def to_record(row: MergeRow) -> MergeRecord:
     )
 
 
-def _unchanged(row: LessonRow | None, expected: datetime) -> bool:
+def unchanged(row: LessonRow | None, expected: datetime) -> bool:
+    """The lesson is still active, unmerged and as the plan saw it (compare-and-set)."""
     return (
         row is not None
         and row.status in ACTIVE
         and row.merged_into is None
         and aware(row.updated_at) == aware(expected)
     )
-
-
-def apply_merges(
-    db: Database,
-    index: LessonIndex,
-    embedder: Embedder,
-    plans: Sequence[MergePlan],
-    *,
-    after_commit: AfterCommitHook | None = None,
-) -> list[MergeRecord | None]:
-    """Write each plan in its own transaction, then the index; None where a lesson changed."""
-    if not plans:
-        return []
-    texts = [dedup_text(p.root_cause, p.fix) for p in plans]
-    texts += [index_text(p.symptom, p.root_cause) for p in plans]
-    vectors = embedder.embed(texts)
-    writes = [
-        (p.scope, _merge_writer(p, vectors[i], vectors[len(plans) + i], embedder.model_id))
-        for i, p in enumerate(plans)
-    ]
-    return write_through_each(db, index, writes, after_commit=after_commit)
-
-
-def _merge_writer(
-    plan: MergePlan, dedup_vec: list[float], index_vec: list[float], model: str
-) -> Callable[[Session], Written[MergeRecord | None]]:
-    def write(session: Session) -> Written[MergeRecord | None]:
-        touched = [*([plan.canonical_id] if plan.canonical_id else []), *plan.member_ids]
-        rows = {
-            r.id: r
-            for r in session.exec(
-                select(LessonRow).where(col(LessonRow.id).in_(touched)).with_for_update()
-            ).all()
-        }
-        if not all(_unchanged(rows.get(i), plan.expected[i]) for i in touched):
-            return Written(None)
-        before = [snapshot(rows[i]) for i in touched]
-        now = utcnow()
-        canonical = rows[plan.canonical_id] if plan.canonical_id else _new_canonical(plan, now)
-        _write_canonical(canonical, plan, now, pack(dedup_vec), model)
-        session.add(canonical)
-        members = [rows[i] for i in plan.member_ids]
-        for member in members:
-            member.status, member.merged_into, member.updated_at = "merged", canonical.id, now
-            session.add(member)
-        _mark_processed(session, [canonical.id, *plan.member_ids], plan.leader_id)
-        merge = MergeRow(
-            id="mrg_" + secrets.token_hex(6),
-            scope=plan.scope,
-            error_type=plan.error_type,
-            canonical_id=canonical.id,
-            created_canonical=plan.canonical_id is None,
-            member_ids=list(plan.member_ids),
-            before=before,
-            after_canonical={"updated_at": now.isoformat()},
-            written_by=plan.written_by,
-            created_at=now,
-        )
-        session.add(merge)
-        session.flush()
-        changes = IndexChanges(
-            upsert=[canonical], vectors={canonical.id: index_vec}, metadata=members
-        )
-        return Written(to_record(merge), changes)
-
-    return write
-
-
-def _new_canonical(plan: MergePlan, now: datetime) -> LessonRow:
-    return LessonRow(
-        id="les_" + secrets.token_hex(8),
-        scope=plan.scope,
-        error_type=plan.error_type,
-        symptom="",
-        root_cause="",
-        fix="",
-        created_at=now,
-        updated_at=now,
-        # Explicit values: sqlmodel's default_factory path costs ~1 ms per row.
-        evidence=[],
-        merged_from=[],
-        embedding_model="",
-        dedup_vector=b"",
-        index_state=INDEX_PENDING,
-    )
-
-
-def _write_canonical(
-    row: LessonRow, plan: MergePlan, now: datetime, dedup_vector: bytes, model: str
-) -> None:
-    row.symptom, row.root_cause, row.fix = plan.symptom, plan.root_cause, plan.fix
-    row.applies_when, row.status = plan.applies_when, plan.status
-    row.seen, row.recalled, row.helped, row.misled = (
-        plan.seen,
-        plan.recalled,
-        plan.helped,
-        plan.misled,
-    )
-    row.evidence = evidence_json(plan.evidence)
-    row.merged_from = list(plan.merged_from)
-    row.merged_into = None
-    row.dedup_vector = dedup_vector
-    row.embedding_model = model
-    row.index_state = INDEX_PENDING
-    row.updated_at = now
-
-
-def _mark_processed(session: Session, ids: Sequence[str], leader_id: str) -> None:
-    # One read for every vector row (a get per id would autoflush the session each time).
-    wanted = list(dict.fromkeys([leader_id, *ids]))
-    rows = {
-        r.lesson_id: r
-        for r in session.exec(
-            select(RootCauseVectorRow).where(col(RootCauseVectorRow.lesson_id).in_(wanted))
-        ).all()
-    }
-    leader = rows.get(leader_id)
-    for lesson_id in ids:
-        vec = rows.get(lesson_id)
-        if vec is None and leader is not None:
-            # A new canonical: it stands for its cluster, so it gets the leader's vector.
-            vec = RootCauseVectorRow(
-                lesson_id=lesson_id, embedding_model=leader.embedding_model, vector=leader.vector
-            )
-        if vec is not None:
-            vec.processed = True
-            session.add(vec)
 
 
 def undo_merge(

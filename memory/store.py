@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from memory import edit, lift, merges, migrate, queries, runs, sync, vectors, wiring
+from memory import edit, lift, merge_write, merges, migrate, queries, runs, sync, vectors, wiring
 from memory import lease as leases
 from memory.db import Database
 from memory.embeddings import Embedder, HashEmbedder
@@ -407,8 +407,8 @@ class Memory:
         return self.apply_merges([plan])[0]
 
     def apply_merges(self, plans: Sequence[MergePlan]) -> list[MergeRecord | None]:
-        """`apply_merge` for several plans: one SQL transaction each, one index batch."""
-        return merges.apply_merges(
+        """`apply_merge` for several plans: one SQL transaction per scope, one index batch."""
+        return merge_write.apply_merges(
             self._db, self._index, self._embedder, plans, after_commit=self._after_sql_commit
         )
 

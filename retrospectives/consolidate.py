@@ -2,20 +2,22 @@
 
     lease (Memory.acquire_lease) -> embed root causes of lessons without a vector (cached by
     the memory) -> per scope with new lessons, across error types: average linkage on
-    root-cause vector + word overlap (retrospectives.link); per (scope, error type) leader
-    clustering (retrospectives.cluster) with `across_error_types=False` -> per cluster:
-    canonical text (model or fallback) -> a merge plan -> Memory.apply_merges (one SQL
-    transaction per merge, then the index) -> mark the bucket's new lessons processed ->
-    release the lease
+    root-cause vector + word overlap (retrospectives.link, on a neighbour graph from
+    retrospectives.neighbours); per (scope, error type) leader clustering
+    (retrospectives.cluster) with `across_error_types=False` -> per cluster: canonical text
+    (model or fallback) -> a merge plan -> Memory.apply_merges (a batch of plans in one SQL
+    transaction per scope, each plan compare-and-set, then the index) -> mark the bucket's
+    new lessons processed -> release the lease
 
 This module decides (what clusters, what the canonical says); every write goes through
 `Memory`, the only writer of lessons.
 
 Incremental: only lessons no pass has processed are clustered, against the lessons that
 stand for earlier clusters. Idempotent: a second pass finds nothing new. Resumable: every
-merge commits on its own and a lesson is marked processed only with its merge or after its
-bucket, so a crash loses at most the cluster in flight. Undo is exact (before-snapshots),
-and an undone merge is not redone by the next incremental pass (its lessons stay processed).
+batch of merges (`write_batch`) commits on its own and a lesson is marked processed only
+with its merge or after its bucket, so a crash loses at most the batch in flight. Undo is
+exact (before-snapshots), and an undone merge is not redone by the next incremental pass
+(its lessons stay processed).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.llm.base import LLM, Usage
-from memory import Bucket, BucketVectors, Lease, MergePlan, MergeRecord
+from memory import Bucket, BucketVectors, Lease, Lesson, MergePlan, MergeRecord
 from memory.merges import ACTIVE
 from memory.store import Memory
 from retrospectives.canonical import write_canonical
@@ -64,8 +66,9 @@ class ConsolidationConfig(BaseModel):
     max_cluster: int = Field(default=24, ge=2)
     # Re-cluster every active lesson, not only new ones (after a threshold change).
     full: bool = False
-    # Deterministic merges written per batch (a model-written merge is written at once).
-    write_batch: int = Field(default=64, ge=1)
+    # Deterministic merges written per batch, one SQL transaction per scope and one index
+    # write (a model-written merge is written at once). Chroma costs ~0.2 s per call here.
+    write_batch: int = Field(default=256, ge=1)
 
 
 class ConsolidationReport(BaseModel):
@@ -184,9 +187,10 @@ class Consolidator:
         # so the next pass retries them.
         retry: set[str] = set()
         cap = self.config.max_cluster - 1
-        fix_vectors = self.memory.fix_vectors(
-            [i for c in clusters for i in (c.leader, *c.members[:cap])]
-        )
+        wanted = [i for c in clusters for i in (c.leader, *c.members[:cap])]
+        fix_vectors = self.memory.fix_vectors(wanted)
+        # One read for every lesson the bucket's merges touch (the write re-checks them).
+        known = {m.id: m for m in self.memory.get_many(wanted)}
         for cluster in clusters:
             if should_stop():
                 tally.stopped = True
@@ -197,7 +201,7 @@ class Consolidator:
             tally.clusters += 1
             taken = cluster.members[:cap]
             retry.update(cluster.members[len(taken) :])
-            planned = self._plan(bucket, cluster.leader, taken, fix_vectors)
+            planned = self._plan(bucket, cluster.leader, taken, known, fix_vectors)
             if planned is None:
                 tally.conflicts += 1
                 retry.update(taken)
@@ -243,10 +247,11 @@ class Consolidator:
         bucket: Bucket,
         leader_id: str,
         members: Sequence[str],
+        known: Mapping[str, Lesson],
         fix_vectors: Mapping[str, Sequence[float]],
     ) -> tuple[MergePlan, Usage, bool] | None:
         ids = [leader_id, *members]
-        lessons = [m for m in self.memory.get_many(ids) if m.status in ACTIVE]
+        lessons = [known[i] for i in ids if i in known and known[i].status in ACTIVE]
         if len(lessons) != len(ids):
             return None
         leader = lessons[0]

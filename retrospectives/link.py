@@ -5,84 +5,41 @@ in one run and a wrong total, `check_failed`, in the next), so a scope's lessons
 clustered together, whatever their type, on a pair score that holds on unseen wording:
 
     score(a, b) = (1 - w) * cosine(root-cause embeddings) + w * lexical(a, b)
-    lexical(a, b) = idf(shared words) / min(idf(words of a), idf(words of b))
 
-over the words of root cause + fix (IDF within the scope, so "file" or "value" count for
-little and "utf-8-sig" or "delimiter" for much). MiniLM scores paraphrases of one root
-cause at 0.3-0.6, as it scores some different root causes: the lexical side is what
-separates "strip the grouping commas" from "replace the decimal comma".
+with `lexical` the rarity-weighted word overlap of root cause + fix (retrospectives.overlap).
+MiniLM scores paraphrases of one root cause at 0.3-0.6, as it scores some different root
+causes: the lexical side is what separates "strip the grouping commas" from "replace the
+decimal comma".
 
-Pairs: each new lesson with its `neighbours` nearest lessons by cosine (one matrix product
-per batch), never two old ones (they stand for clusters earlier passes made). Linkage:
-pairs in falling score order join two clusters only if the *average* score over every pair
-across them still reaches the threshold (average linkage: no chaining through one lucky
-pair), the result holds at most one old lesson (its leader) and at most `max_size` lessons.
-Cost: O(new x all) for the neighbours, O(new x neighbours) scores, and the linkage checks
-are bounded by `max_size` squared.
+Pairs: each new lesson with its `neighbours` nearest lessons by cosine
+(retrospectives.neighbours: exact in blocks for an incremental pass, an inverted file plus
+neighbour-of-neighbour rounds for a full pass over a large scope), never two old ones (they
+stand for clusters earlier passes made). Linkage: pairs in falling score order join two
+clusters only if the *average* score over every pair across them still reaches the
+threshold (average linkage: no chaining through one lucky pair), the result holds at most
+one old lesson (its leader) and at most `max_size` lessons.
+
+Cost: the neighbour search (see there), O(new x neighbours) pair scores in a few numpy
+calls, and linkage checks bounded by `max_size` squared each; a refused join is remembered
+for the two clusters as they are, so it is not tried again for their other pairs.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from retrospectives.cluster import Cluster, Matrix
+from retrospectives.neighbours import Indices, SearchConfig, nearest
+from retrospectives.overlap import Floats, Lexical, words
 
-_WORD = re.compile(r"[a-z0-9_]+|[$€£%;\\'\"]")
-_STOP = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "of",
-        "to",
-        "and",
-        "or",
-        "in",
-        "on",
-        "for",
-        "is",
-        "are",
-        "be",
-        "it",
-        "its",
-        "with",
-        "as",
-        "by",
-        "that",
-        "this",
-        "at",
-        "from",
-        "not",
-        "but",
-        "so",
-        "than",
-        "then",
-        "when",
-        "which",
-        "was",
-        "were",
-        "has",
-        "have",
-        "into",
-        "every",
-        "each",
-        "all",
-        "only",
-        "before",
-        "after",
-    ]
-)
+__all__ = ["Lexical", "LinkConfig", "linked_clusters", "words"]
 
-
-def words(text: str) -> frozenset[str]:
-    """The content words (and symbols such as '$', '%', ';') of a text, lower-cased."""
-    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP)
+# Below this many missing pair scores a join check scores them one by one (cheaper than
+# the fixed cost of the vectorised path).
+_SCALAR_PAIRS = 12
 
 
 @dataclass(frozen=True)
@@ -94,24 +51,7 @@ class LinkConfig:
     neighbours: int = 10
     max_size: int = 24
     batch: int = 512
-
-
-class Lexical:
-    """IDF-weighted word overlap of texts, IDF counted over the texts given."""
-
-    def __init__(self, texts: Sequence[str]) -> None:
-        self.words = [words(t) for t in texts]
-        df = Counter(w for ws in self.words for w in ws)
-        n = len(texts)
-        self.idf = {w: math.log((n + 1) / (c + 0.5)) for w, c in df.items()}
-        self.mass = [sum(self.idf[w] for w in ws) for ws in self.words]
-
-    def overlap(self, i: int, j: int) -> float:
-        """Shared IDF mass over the smaller text's mass, in [0, 1]."""
-        low = min(self.mass[i], self.mass[j])
-        if low <= 0:
-            return 0.0
-        return sum(self.idf[w] for w in self.words[i] & self.words[j]) / low
+    search: SearchConfig = field(default_factory=SearchConfig)
 
 
 @dataclass
@@ -129,24 +69,39 @@ class _Linkage:
             self.cache[key] = (1 - self.weight) * cos + self.weight * self.lexical.overlap(i, j)
         return self.cache[key]
 
+    def scores(self, left: Indices, right: Indices) -> Floats:
+        """Scores of the pairs (left[p], right[p]), vectorised, and remembered."""
+        cos = np.einsum("pd,pd->p", self.vectors[left], self.vectors[right]).astype(np.float64)
+        lex = self.lexical.overlaps(left, right)
+        out: Floats = (1 - self.weight) * cos + self.weight * lex
+        for i, j, value in zip(left.tolist(), right.tolist(), out.tolist(), strict=True):
+            self.cache[(i, j) if i < j else (j, i)] = value
+        return out
 
-def _candidate_pairs(
-    vectors: Matrix, old: Sequence[bool], k: int, batch: int
-) -> set[tuple[int, int]]:
-    """(i, j), i < j: each new lesson with its k nearest lessons; never two old ones."""
-    new = [i for i, is_old in enumerate(old) if not is_old]
-    pairs: set[tuple[int, int]] = set()
-    k = min(k, len(old) - 1)
-    if k <= 0:
-        return pairs
-    for start in range(0, len(new), batch):
-        rows = new[start : start + batch]
-        sims = vectors[rows] @ vectors.T
-        sims[np.arange(len(rows)), rows] = -np.inf  # not itself
-        nearest = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-        for row, cols in zip(rows, nearest, strict=True):
-            pairs.update((min(row, int(c)), max(row, int(c))) for c in cols)
-    return pairs
+    def total(self, a: list[int], b: list[int]) -> float:
+        """Sum of the scores of every pair across the two groups."""
+        missing = [(i, j) for i in a for j in b if ((i, j) if i < j else (j, i)) not in self.cache]
+        if len(missing) > _SCALAR_PAIRS:
+            pairs = np.asarray(missing, dtype=np.int64)
+            self.scores(pairs[:, 0], pairs[:, 1])
+        return sum(self.score(i, j) for i in a for j in b)
+
+
+def _candidate_pairs(link: _Linkage, config: LinkConfig) -> tuple[Indices, Indices]:
+    """(left, right), left < right, unique: each new lesson with its nearest lessons; never
+    two old ones."""
+    old = np.asarray(link.old, dtype=bool)
+    new = np.flatnonzero(~old).astype(np.int64)
+    near, _ = nearest(link.vectors, new, config.neighbours, config.search)
+    if near.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    rows = np.repeat(new, near.shape[1])
+    cols = near.ravel()
+    keep = cols >= 0
+    rows, cols = rows[keep], cols[keep]
+    left, right = np.minimum(rows, cols), np.maximum(rows, cols)
+    key = np.unique(left * len(old) + right)
+    return key // len(old), key % len(old)
 
 
 def linked_clusters(
@@ -166,10 +121,14 @@ def linked_clusters(
     link = _Linkage(
         vectors.astype(np.float32, copy=False), Lexical(texts), config.lexical_weight, old
     )
-    pairs = _candidate_pairs(link.vectors, old, config.neighbours, config.batch)
-    scored = sorted(((link.score(i, j), i, j) for i, j in pairs), key=lambda t: (-t[0], t[1], t[2]))
+    left, right = _candidate_pairs(link, config)
+    values = link.scores(left, right)
+    above = values >= config.threshold
+    left, right, values = left[above], right[above], values[above]
+    order = np.lexsort((right, left, -values))  # falling score, then arrival order
     members: dict[int, list[int]] = {i: [i] for i in range(len(ids))}
     root = list(range(len(ids)))
+    refused: set[tuple[int, int, int, int]] = set()
 
     def find(x: int) -> int:
         while root[x] != x:
@@ -177,13 +136,18 @@ def linked_clusters(
             x = root[x]
         return x
 
-    for value, i, j in scored:
-        if value < config.threshold:
-            break
+    for i, j in zip(left[order].tolist(), right[order].tolist(), strict=True):
         a, b = find(i), find(j)
-        if a == b or not _may_join(members[a], members[b], link, config):
+        if a == b:
             continue
         a, b = min(a, b), max(a, b)
+        # A cluster only grows, so its root and size say what it holds.
+        state = (a, len(members[a]), b, len(members[b]))
+        if state in refused:
+            continue
+        if not _may_join(members[a], members[b], link, config):
+            refused.add(state)
+            continue
         root[b] = a
         members[a] = sorted(members[a] + members.pop(b))
     return [c for group in members.values() if (c := _as_cluster(group, ids, old, link))]
@@ -194,8 +158,7 @@ def _may_join(a: list[int], b: list[int], link: _Linkage, config: LinkConfig) ->
         return False
     if any(link.old[i] for i in a) and any(link.old[i] for i in b):
         return False  # two earlier clusters: not this pass's decision
-    total = sum(link.score(i, j) for i in a for j in b)
-    return total / (len(a) * len(b)) >= config.threshold
+    return link.total(a, b) / (len(a) * len(b)) >= config.threshold
 
 
 def _as_cluster(

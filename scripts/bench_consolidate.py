@@ -2,13 +2,20 @@
 
     python scripts/bench_consolidate.py                 # 1k, 10k, 100k
     python scripts/bench_consolidate.py --sizes 1000 10000 --out bench-results/consolidate.json
+    python scripts/bench_consolidate.py --stores ~/.cache/lessonloop-bench   # reuse set-ups
 
 Each size gets a fresh file store (SQLite + embedded chromadb). Lessons come in root-cause
 groups of ~10 paraphrases spread over 5 scopes x 20 error types. Phases timed apart:
-- setup: lessons written straight to SQL and the index (not part of consolidation);
+- setup: lessons written straight to SQL and the index (not part of consolidation); with
+  `--stores DIR` the set-up and embedded store of each size is kept there and copied;
 - embed: root-cause vectors of every lesson (precomputed, cached in SQL);
-- full pass: the first pass, where every lesson is new (deterministic canonicals, no model);
-- incremental: 1 % new paraphrases added, embedded (timed apart) and consolidated.
+- full pass: the first pass, where every lesson is new (deterministic canonicals, no model),
+  split into clustering (neighbour search + linkage) and writing (plans, SQL, index);
+- incremental: `--incremental` (1,000) new paraphrases added, embedded (timed apart) and
+  consolidated; then a third pass, which must merge nothing.
+Growth is each size's full pass over the previous one, beside n log n's ratio. Quality at
+scale: purity and duplicate rate of the full pass against the synthetic groups, and the
+neighbour search's recall of the exact 10 nearest on 500 lessons of the largest scope.
 The hashing embedder keeps embedding cheap so the pass itself is what is measured; the
 MiniLM embedding rate is printed separately (texts/s) to extrapolate the embed phase.
 """
@@ -17,22 +24,30 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
+import shutil
 import signal
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memory.embeddings import Embedder, HashEmbedder, MiniLMEmbedder
 from memory.export import header_line, import_lessons
 from memory.store import Memory
+from memory.types import LessonFilter
 from retrospectives.consolidate import ConsolidationConfig, Consolidator
+from retrospectives.neighbours import SearchConfig, nearest
 
 WORDS = [
     "amount",
@@ -154,41 +169,133 @@ def write_lessons(memory: Memory, lessons: list[tuple[int, str, str, str]]) -> N
         raise SystemExit(f"bench setup failed: {report.errors[:3]}")
 
 
-def bench_size(
-    n: int, embedder: Embedder, workdir: Path, say: Callable[[str], None]
-) -> dict[str, float | int]:
+def group_of(fix: str) -> str:
+    """The synthetic group a lesson was written for (its fix says it)."""
+    return fix.rsplit(" ", 1)[-1]
+
+
+def scale_quality(memory: Memory) -> dict[str, float]:
+    """Purity and duplicate rate of the active lessons against the synthetic groups."""
+    by_id: dict[str, str] = {}
+    actives: list[tuple[str, list[str]]] = []
+    offset = 0
+    while True:
+        page = memory.list_lessons(LessonFilter(limit=1000, offset=offset)).items
+        if not page:
+            break
+        offset += len(page)
+        for les in page:
+            if not les.merged_from:
+                by_id[les.id] = group_of(les.fix)
+            if les.status != "merged":
+                actives.append((les.id, list(les.merged_from)))
+    members = [[by_id[i] for i in (m or [a])] for a, m in actives]
+    majority = [Counter(m).most_common(1)[0] for m in members]
+    labels = [label for label, _ in majority]
+    return {
+        "purity": sum(c for _, c in majority) / max(1, sum(len(m) for m in members)),
+        "duplicate_rate": (len(labels) - len(set(labels))) / max(1, len(labels)),
+        "active": len(actives),
+    }
+
+
+def search_recall(memory: Memory, sample: int = 500) -> dict[str, float | str]:
+    """Recall of the 10 nearest (as the pass searches them) against the exact search, on
+    `sample` lessons of the largest scope."""
+    buckets = memory.consolidation_buckets(full=True, across_types=True)
+    vectors = max(
+        (memory.bucket_vectors(b, full=True) for b in buckets), key=lambda v: len(v.new_ids)
+    )
+    mat = vectors.new.astype(np.float32)
+    n = mat.shape[0]
+    queries = np.random.default_rng(0).choice(n, size=min(sample, n), replace=False)
+    every = np.arange(n, dtype=np.int64)
+    used = SearchConfig()
+    approx = "exact" if n * n <= used.exact_limit else "ivf"
+    got, _ = nearest(mat, every, 10, used)
+    want, _ = nearest(mat, queries.astype(np.int64), 10, SearchConfig(exact_limit=2**62))
+    hits = sum(len(set(g) & set(w)) for g, w in zip(got[queries], want, strict=True))
+    return {"scope_lessons": n, "search": approx, "recall_at_10": hits / want.size}
+
+
+def prepared_store(n: int, embedder: Embedder, workdir: Path, cache: Path | None) -> float:
+    """Set up (or copy from `cache`) the store of size n in `workdir`; the setup seconds."""
+    store = workdir / f"store-{n}"
+    kept = cache / f"store-{n}" if cache else None
+    if kept is not None and (kept / "done").exists():
+        shutil.copytree(kept, store)
+        return float((kept / "done").read_text())
     rng = random.Random(n)
-    with Memory.open(str(workdir / f"store-{n}"), embedder=embedder) as memory:
-        t = time.perf_counter()
+    t = time.perf_counter()
+    with Memory.open(str(store), embedder=embedder) as memory:
         write_lessons(memory, make_lessons(n, rng))
-        setup = time.perf_counter() - t
-        say(f"  setup {setup:.1f}s")
+    setup = time.perf_counter() - t
+    if kept is not None:
+        with Memory.open(str(store), embedder=embedder) as memory:
+            memory.embed_root_causes()
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.copytree(store, kept)
+        (kept / "done").write_text(f"{setup}")
+    return setup
+
+
+def bench_size(
+    n: int,
+    embedder: Embedder,
+    workdir: Path,
+    say: Callable[[str], None],
+    *,
+    incremental: int = 1000,
+    cache: Path | None = None,
+) -> dict[str, float | int | str]:
+    setup = prepared_store(n, embedder, workdir, cache)
+    say(f"  setup {setup:.1f}s")
+    with Memory.open(str(workdir / f"store-{n}"), embedder=embedder) as memory:
         consolidator = Consolidator(memory, llm=None, config=ConsolidationConfig(threshold=0.6))
         t = time.perf_counter()
         embedded = memory.embed_root_causes()
         embed = time.perf_counter() - t
-        say(f"  embed {embed:.1f}s")
+        say(f"  embed {embed:.1f}s ({embedded} embedded)")
+        recall = search_recall(memory)
+        # CPU seconds beside wall seconds: on a shared machine the wall clock waits for others.
+        t, cpu = time.perf_counter(), time.process_time()
         full = consolidator.run()
-        full_s = full.seconds_cluster + full.seconds_write
-        say(f"  full pass {full_s:.1f}s, merges {len(full.merges)}")
-        extra = make_lessons(max(1, n // 100), rng, start=n)
+        full_s, full_cpu = time.perf_counter() - t, time.process_time() - cpu
+        say(f"  full pass {full_s:.1f}s, {full_cpu:.1f} CPU s (cluster "
+            f"{full.seconds_cluster:.1f}s, write {full.seconds_write:.1f}s), "
+            f"merges {len(full.merges)}")  # fmt: skip
+        quality = scale_quality(memory)
+        rng = random.Random(n + 1)
+        extra = make_lessons(incremental, rng, start=n)
         write_lessons(memory, extra)
         t = time.perf_counter()
         memory.embed_root_causes()
         embed_incr = time.perf_counter() - t
+        t, cpu = time.perf_counter(), time.process_time()
         incr = consolidator.run()
+        incr_s, incr_cpu = time.perf_counter() - t, time.process_time() - cpu
+        say(f"  incremental +{len(extra)}: {incr_s:.1f}s, {incr_cpu:.1f} CPU s, "
+            f"merges {len(incr.merges)}")  # fmt: skip
         noop = consolidator.run()
         return {
             "lessons": n,
             "setup_s": setup,
             "embed_s": embed,
             "embedded": embedded,
-            "full_s": full.seconds_cluster + full.seconds_write,
+            "full_s": full_s,
+            "full_cpu_s": full_cpu,
             "full_cluster_s": full.seconds_cluster,
+            "full_write_s": full.seconds_write,
             "full_merges": len(full.merges),
+            "full_purity": round(quality["purity"], 4),
+            "full_duplicate_rate": round(quality["duplicate_rate"], 4),
+            "active_after_full": int(quality["active"]),
+            **{f"search_{k}": v for k, v in recall.items()},
             "incr_new": len(extra),
             "incr_embed_s": embed_incr,
-            "incr_s": incr.seconds_cluster + incr.seconds_write,
+            "incr_s": incr_s,
+            "incr_cpu_s": incr_cpu,
+            "incr_cluster_s": incr.seconds_cluster,
             "incr_merges": len(incr.merges),
             "noop_merges": len(noop.merges),
         }
@@ -209,57 +316,66 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--out", type=Path, default=Path("bench-results/consolidate.json"))
     parser.add_argument("--no-minilm", action="store_true", help="skip the MiniLM rate")
+    parser.add_argument("--incremental", type=int, default=1000, help="new lessons, 2nd pass")
+    parser.add_argument("--stores", type=Path, default=None, help="keep set-up stores here")
     args = parser.parse_args()
     # SIGTERM unwinds like Ctrl-C, so the temporary stores are removed.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    console = Console()
-    results: list[dict[str, float | int]] = []
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    results: list[dict[str, float | int | str]] = []
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
             console.print(f"[dim]{n} lessons...[/]")
-            results.append(bench_size(n, HashEmbedder(256), Path(tmp), console.print))
+            results.append(
+                bench_size(
+                    n,
+                    HashEmbedder(256),
+                    Path(tmp),
+                    console.print,
+                    incremental=args.incremental,
+                    cache=args.stores,
+                )  # fmt: skip
+            )
             # Written after every size, so a run stopped during a large size keeps the rest.
             write_results(args.out, results, None)
     rate = None if args.no_minilm else minilm_rate()
-    table = Table(title="consolidation (hashing embedder, no model; seconds)")
-    for col in (
-        "lessons",
-        "embed",
-        "full pass",
-        "merges",
-        "x prev",
-        "+new",
-        "incr embed",
-        "incr pass",
-        "incr merges",
-        "3rd pass merges",
-    ):
-        table.add_column(col, justify="right")
-    prev = None
-    for r in results:
-        growth = f"{r['full_s'] / prev:.1f}" if prev else "-"
-        prev = float(r["full_s"])
-        table.add_row(
-            str(r["lessons"]),
-            f"{r['embed_s']:.2f}",
-            f"{r['full_s']:.2f}",
-            str(r["full_merges"]),
-            growth,
-            str(r["incr_new"]),
-            f"{r['incr_embed_s']:.2f}",
-            f"{r['incr_s']:.2f}",
-            str(r["incr_merges"]),
-            str(r["noop_merges"]),
-        )
-    console.print(table)
+    console.print(results_table(results))
     if rate:
         console.print(f"MiniLM embedding: {rate:.0f} texts/s (embed phase at MiniLM = n / rate)")
     write_results(args.out, results, rate)
     console.print(f"wrote {args.out}")
 
 
-def write_results(out: Path, results: list[dict[str, float | int]], rate: float | None) -> None:
+def results_table(results: list[dict[str, float | int | str]]) -> Table:
+    table = Table(title="consolidation (hashing embedder, no model; wall seconds, CPU seconds)")
+    columns = ("lessons", "full pass", "CPU s", "cluster", "write", "merges", "x prev (CPU)",
+               "n log n x", "purity", "dup", "search", "+new", "incr", "CPU s", "3rd")  # fmt: skip
+    for column in columns:
+        table.add_column(column, justify="right")
+    prev: dict[str, float | int | str] | None = None
+    for r in results:
+        n, full, cpu = float(r["lessons"]), float(r["full_s"]), float(r["full_cpu_s"])
+        growth, nlogn = "-", "-"
+        if prev:
+            m = float(prev["lessons"])
+            growth = f"{full / float(prev['full_s']):.1f} ({cpu / float(prev['full_cpu_s']):.1f})"
+            nlogn = f"{n * math.log(n) / (m * math.log(m)):.1f}"
+        prev = r
+        table.add_row(
+            str(r["lessons"]), f"{full:.2f}", f"{cpu:.2f}",
+            f"{float(r['full_cluster_s']):.2f}", f"{float(r['full_write_s']):.2f}",
+            str(r["full_merges"]), growth, nlogn, f"{float(r['full_purity']):.3f}",
+            f"{float(r['full_duplicate_rate']):.3f}",
+            f"{r['search_search']} {float(r['search_recall_at_10']):.2f}", str(r["incr_new"]),
+            f"{float(r['incr_s']):.2f}", f"{float(r['incr_cpu_s']):.2f}", str(r["noop_merges"]),
+        )  # fmt: skip
+    return table
+
+
+def write_results(
+    out: Path, results: list[dict[str, float | int | str]], rate: float | None
+) -> None:
     out.write_text(json.dumps({"results": results, "minilm_texts_per_s": rate}, indent=2))
 
 

@@ -105,6 +105,27 @@ def test_a_stale_plan_changes_nothing(store: Memory) -> None:
     assert store.check().clean
 
 
+def test_merges_of_one_call_commit_together_and_a_conflict_skips_only_its_plan(
+    store: Memory,
+) -> None:
+    a, b, c, d, e = add(store, 1, 2, 3, 4, 5)
+    store.embed_root_causes()
+    # The second plan takes `b` again: the first merge of the batch changed it, so the
+    # second plan's compare-and-set fails; the third is written.
+    first, clash, third = store.apply_merges(
+        [plan([a, b], text=97), plan([b, c], text=98), plan([d, e], text=99)]
+    )
+    assert first is not None and clash is None and third is not None
+    assert store.get(c.id).status == "candidate"
+    assert {store.get(x.id).merged_into for x in (a, b)} == {first.canonical_id}
+    assert {store.get(x.id).merged_into for x in (d, e)} == {third.canonical_id}
+    assert {m.id for m in store.list_merges()} == {first.id, third.id}
+    assert store.check().clean and found(store, 97) == [first.canonical_id]
+    assert store.unprocessed_count() == 1  # c only
+    store.undo_merge(third.id)
+    assert store.get(d.id).status == "candidate" and store.check().clean
+
+
 def test_undo_restores_exactly_and_only_once(store: Memory) -> None:
     a, b = add(store, 1, 2)
     before = {x.id: store.get(x.id) for x in (a, b)}
