@@ -60,7 +60,8 @@ def _recall(memory: Memory, text: str, **kw: object) -> list[str]:
 
 
 def test_seed_stage_answers_when_the_best_reaches_the_cut_and_then_takes_near_lessons() -> None:
-    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4) as memory:
+    margin = {"seed_cut_margin": 0.10}
+    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4, **margin) as memory:
         memory.add_many([A, B])
         # Best 0.7 >= 0.4: B at 0.35 (within the 0.10 margin below the cut) ranks beside it.
         assert _recall(memory, "BOTH task", stage="seed") == [A.symptom, B.symptom]
@@ -74,8 +75,8 @@ def test_seed_stage_answers_when_the_best_reaches_the_cut_and_then_takes_near_le
         assert _recall(memory, "BOTH task", stage="seed", min_similarity=0.5) == [A.symptom]
 
 
-def test_no_margin_restores_the_plain_cut() -> None:
-    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4, seed_cut_margin=0.0) as m:
+def test_no_margin_by_default_keeps_the_plain_cut() -> None:
+    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4) as m:
         m.add_many([A, B])
         assert _recall(m, "BOTH task", stage="seed") == [A.symptom]
 
