@@ -41,7 +41,7 @@ from agent.result import (
 )
 from agent.sandbox import Sandbox
 from agent.search import Pool, plan_draws, rank_feedback
-from agent.splice import splice_repair
+from agent.splice import programs_of, splice_repair
 from agent.stopping import decide_stop
 from agent.task import Task
 from memory.render import render_lessons
@@ -300,7 +300,11 @@ class _Run:
                     else last.candidate
                 )
                 candidate, cost = (
-                    splice_repair(repaired, parse_candidate(completion.text, self.task.output)),
+                    splice_repair(
+                        repaired,
+                        parse_candidate(completion.text, self.task.output),
+                        programs_of(self.task),
+                    ),
                     completion.usage,
                 )
             new = candidate.digest() not in self.digests

@@ -8,27 +8,44 @@ also has top-level code (its main part), and the two share a function or class n
 fragment is a patch: each of its definitions replaces the one of the same name, new
 definitions go in before the main part, and new imports go to the top.
 
-Anything else (a full program, a file that does not parse, a fragment sharing no name with
-the previous program, a non-Python file) is kept exactly as the model wrote it.
+Only a file the task runs as a program (`python solution.py` in its run or check command) is
+spliced: a module that is imported by its check (HumanEval's) is complete with functions
+only. Anything else (a full program, a file that does not parse, a fragment sharing no name
+with the previous program, a name defined twice in the previous program, a class that lost
+some of its methods) is kept exactly as the model wrote it.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Collection
 
 from agent.candidate import Candidate
+from agent.task import Task
 
 _DEFINITION = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _IMPORT = (ast.Import, ast.ImportFrom)
 
 
-def splice_repair(previous: Candidate, repaired: Candidate) -> Candidate:
-    """`repaired` with every fragment file completed from `previous` (see module docstring)."""
+def programs_of(task: Task) -> frozenset[str]:
+    """The task's Python outputs that its run or check command runs as a program."""
+    commands = f"{task.run or ''}\n{task.check or ''}"
+    return frozenset(
+        name
+        for name in task.output
+        if name.endswith(".py")
+        and re.search(rf"python3?\s+(?:-\S+\s+)*[\"']?{re.escape(name)}\b", commands)
+    )
+
+
+def splice_repair(previous: Candidate, repaired: Candidate, programs: Collection[str]) -> Candidate:
+    """`repaired` with every fragment file of `programs` completed from `previous`."""
     files = dict(repaired.files)
     changed = False
     for name, code in repaired.files.items():
         before = previous.files.get(name)
-        if not name.endswith(".py") or before is None:
+        if name not in programs or before is None:
             continue
         whole = splice(before, code)
         if whole is not None:
@@ -44,12 +61,15 @@ def splice(program: str, fragment: str) -> str | None:
         return None
     if not _is_fragment(new) or _is_fragment(old):
         return None
-    old_defs = {n.name: n for n in old.body if isinstance(n, _DEFINITION)}
-    new_defs = [n for n in new.body if isinstance(n, _DEFINITION)]
-    if not any(n.name in old_defs for n in new_defs):
+    old_list = [n for n in old.body if isinstance(n, _DEFINITION)]
+    old_defs = {n.name: n for n in old_list}
+    # The last definition of a name wins, as when Python runs the fragment.
+    new_defs = list({n.name: n for n in new.body if isinstance(n, _DEFINITION)}.values())
+    if len(old_defs) < len(old_list) or not any(n.name in old_defs for n in new_defs):
+        return None  # a name defined twice in the program: which one is meant is unclear
+    if any(_loses_members(old_defs[n.name], n) for n in new_defs if n.name in old_defs):
         return None
-    lines = program.splitlines()
-    frag_lines = fragment.splitlines()
+    lines, frag_lines = _lines(program), _lines(fragment)
     # Replace from the bottom up, so earlier line numbers stay valid.
     replacements = sorted(
         ((old_defs[n.name], n) for n in new_defs if n.name in old_defs),
@@ -59,15 +79,49 @@ def splice(program: str, fragment: str) -> str | None:
     for target, source in replacements:
         lines[_start(target) - 1 : _end(target)] = _text(frag_lines, source)
     added = [line for n in new_defs if n.name not in old_defs for line in _text(frag_lines, n)]
+    try:
+        spliced = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
     if added:
-        main = _first_statement(ast.parse("\n".join(lines)))
-        at = _start(main) - 1 if main is not None else len(lines)
-        lines[at:at] = [*added, "", ""]
+        # After the last definition (a base class or a helper it uses comes first), before
+        # the main part when that follows the definitions.
+        last = max((_end(n) for n in spliced.body if isinstance(n, _DEFINITION)), default=0)
+        lines[last:last] = ["", "", *added]
     known = {ast.unparse(n) for n in old.body if isinstance(n, _IMPORT)}
     imports = [
         ast.unparse(n) for n in new.body if isinstance(n, _IMPORT) and ast.unparse(n) not in known
     ]
-    return "\n".join([*imports, *lines]) + "\n"
+    if imports:
+        at = _import_slot(spliced)
+        lines[at:at] = imports
+    return "\n".join(lines) + "\n"
+
+
+def _lines(code: str) -> list[str]:
+    # Python's own line ends only: str.splitlines() also splits on \x0c, \u2028 and others.
+    return re.split(r"\r\n|\r|\n", code)
+
+
+def _loses_members(old: ast.stmt, new: ast.stmt) -> bool:
+    """A class answered with only the method that changed would drop the others."""
+    if not (isinstance(old, ast.ClassDef) and isinstance(new, ast.ClassDef)):
+        return False
+    return not _member_names(old) <= _member_names(new)
+
+
+def _member_names(cls: ast.ClassDef) -> set[str]:
+    return {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _import_slot(module: ast.Module) -> int:
+    """The line after the module's docstring and its leading imports (`__future__` first)."""
+    at = 0
+    for node in module.body:
+        if not (isinstance(node, _IMPORT) or _is_docstring(node)):
+            break
+        at = _end(node)
+    return at
 
 
 def _is_fragment(module: ast.Module) -> bool:
@@ -80,18 +134,6 @@ def _is_docstring(node: ast.stmt) -> bool:
         isinstance(node, ast.Expr)
         and isinstance(node.value, ast.Constant)
         and isinstance(node.value.value, str)
-    )
-
-
-def _first_statement(module: ast.Module) -> ast.stmt | None:
-    """The first top-level node that is code to run (the program's main part)."""
-    return next(
-        (
-            n
-            for n in module.body
-            if not isinstance(n, (*_IMPORT, *_DEFINITION)) and not _is_docstring(n)
-        ),
-        None,
     )
 
 

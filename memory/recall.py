@@ -29,9 +29,10 @@ margin (all or nothing, so hit@3 is not cut twice). A query that sets its own
 (scripts/bench_recall.py, "seed stage, trap tasks"; fitted on one half, reported on the
 other) 0.10 raised hit@1 by about 0.05, but on the store of a real learning stream
 (scripts/bench_learning.py on the 1.5B) a lesson let in below the cut outranked the one that
-opened the gate and replaced a right seed hit by a wrong one. Error texts sent as seed queries ("seed stage, error
-text") need `seed_min_similarity` 0.55 to silence unrelated errors, which drops the right
-lesson of most real task starts: off by default, the loop sends task starts.
+opened the gate and replaced a right seed hit by a wrong one. Error texts sent as seed
+queries ("seed stage, error text") need `seed_min_similarity` 0.55 to silence unrelated
+errors, which drops the right lesson of most real task starts: off by default, the loop
+sends task starts.
 
 Ranking, for each candidate:
 
@@ -261,7 +262,9 @@ class _Search:
         }
         # A neighbour of one view may be closer still to another: score each on all views.
         self._score(sorted(found))
-        ranked = sorted(found, key=lambda i: (-self.similarity[i], i))[:n]
+        # A lesson gone from the index meanwhile (an undone merge's canonical) has no vector.
+        scored = [i for i in found if i in self.similarity]
+        ranked = sorted(scored, key=lambda i: (-self.similarity[i], i))[:n]
         return [Hit(i, self.similarity[i]) for i in ranked]
 
     def _score(self, ids: Sequence[str]) -> None:
@@ -271,10 +274,16 @@ class _Search:
         for i in ids:
             by_scope.setdefault(self.bm25.scope_of(i), []).append(i)
         for scope, some in by_scope.items():
-            scopes = self.scopes if scope is None else [scope]
-            for lesson_id, vec in self.index.vectors(some, scopes=scopes).items():
-                best = float(np.max(self.views @ np.asarray(vec, dtype=np.float32)))
-                self.similarity[lesson_id] = min(1.0, best)
+            self._score_in(some, self.scopes if scope is None else [scope])
+        # An index write behind SQL (a scope edit not yet indexed) keeps a vector elsewhere.
+        missing = [i for i in ids if i not in self.similarity]
+        if missing:
+            self._score_in(missing, self.scopes)
+
+    def _score_in(self, ids: Sequence[str], scopes: Sequence[str]) -> None:
+        for lesson_id, vec in self.index.vectors(list(ids), scopes=list(scopes)).items():
+            best = float(np.max(self.views @ np.asarray(vec, dtype=np.float32)))
+            self.similarity[lesson_id] = min(1.0, best)
 
     def lexical_top(self, n: int) -> list[str]:
         """The `n` best BM25 matches, with their similarities fetched from the index."""

@@ -9,7 +9,8 @@ from agent.candidate import Candidate
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import Limits, Sandbox
-from agent.splice import splice, splice_repair
+from agent.splice import programs_of, splice, splice_repair
+from agent.task import Task
 from memory.types import NullRecall
 from tests.helpers import GEN, REFINE, code, fix, make_task
 
@@ -56,7 +57,7 @@ def test_a_new_helper_goes_before_the_main_part_and_decorators_move_with_their_f
     fragment = "def helper():\n    return 2\n\n@functools.cache\ndef f():\n    return helper()\n"
     whole = splice(program, fragment)
     assert whole is not None
-    assert names(whole) == ["Import", "f", "helper", "Expr"]
+    assert names(whole) == ["Import", "f", "helper", "Expr"]  # after the last definition
     assert whole.count("@functools.cache") == 1 and "return helper()" in whole
 
 
@@ -67,7 +68,55 @@ def test_anything_that_is_not_a_patch_is_left_as_written() -> None:
     assert splice(PROGRAM, "def total(:\n") is None  # does not parse
     assert splice("def total(v):\n    return v\n", FRAGMENT) is None  # the old one runs nothing
     cand = Candidate(files={"notes.md": "def total(): pass"}, text="")
-    assert splice_repair(Candidate(files={"notes.md": PROGRAM}, text=""), cand) is cand
+    assert splice_repair(Candidate(files={"notes.md": PROGRAM}, text=""), cand, {"x.py"}) is cand
+    twice = PROGRAM.replace(
+        "def read(path):", "def total(values):\n    return 0\n\n\ndef read(path):"
+    )
+    assert splice(twice, FRAGMENT) is None  # which `total` is meant is unclear
+    cls = "class P:\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n"
+    cls += "\nP()\n"
+    assert splice(cls, "class P:\n    def a(self):\n        return 3\n") is None  # b would go
+
+
+def test_only_a_file_the_task_runs_as_a_program_is_spliced() -> None:
+    program = Task(
+        id="p", goal="g", output=("solution.py",), run="python solution.py", check="python c.py"
+    )
+    assert programs_of(program) == {"solution.py"}
+    both = Task(id="c", goal="g", output=("solution.py",), check="python3 -u solution.py && ok")
+    assert programs_of(both) == {"solution.py"}
+    module = Task(id="m", goal="g", output=("solution.py",), check='python "$TASK_DIR/check.py"')
+    assert programs_of(module) == frozenset()
+    old = Candidate(
+        files={"solution.py": "def add(a, b):\n    return 0\n\nassert add(2, 2) == 5\n"}, text=""
+    )
+    new = Candidate(files={"solution.py": "def add(a, b):\n    return a + b\n"}, text="")
+    # A module checked by import is complete with functions only: its old asserts stay out.
+    assert splice_repair(old, new, programs_of(module)) is new
+
+
+def test_the_last_of_two_fragment_definitions_wins_and_imports_follow_future_imports() -> None:
+    program = (
+        "from __future__ import annotations\nimport json\n\ndef f():\n    return 1\n\nprint(f())\n"
+    )
+    fragment = "import re\n\ndef f():\n    return 2\n\ndef f():\n    return 3\n"
+    whole = splice(program, fragment)
+    assert whole is not None
+    assert names(whole) == ["ImportFrom", "Import", "Import", "f", "Expr"]
+    assert "return 3" in whole and "return 2" not in whole and "return 1" not in whole
+
+
+def test_a_new_class_goes_after_the_base_it_needs_and_odd_line_breaks_stay_inside_lines() -> None:
+    program = (
+        "X = 1\n\nclass Base:\n    s = '\x0c'\n\ndef make():\n    return Base()\n\nprint(make())\n"
+    )
+    fragment = "class Child(Base):\n    pass\n\ndef make():\n    return Child()\n"
+    whole = splice(program, fragment)
+    assert whole is not None
+    assert names(whole) == ["Assign", "Base", "make", "Child", "Expr"]
+    namespace: dict[str, object] = {}
+    exec(compile(whole.replace("print(make())", "r = make()"), "s", "exec"), namespace)  # noqa: S102
+    assert type(namespace["r"]).__name__ == "Child"
 
 
 def test_the_loop_checks_the_spliced_program_and_passes(tmp_path: Path) -> None:
