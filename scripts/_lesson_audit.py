@@ -34,11 +34,14 @@ def audit(
     records: Sequence[Any], lessons: Mapping[str, Sequence[Mapping[str, Any]]]
 ) -> LessonAudit:
     """`records`: RunRecords; `lessons`: the exported lessons of each learning store."""
-    solved = {
-        f"learning-{r.seed}-{r.order}-{r.position}": r.passed
+    # The runs that wrote to the learning stores: the learning condition's, or, when only the
+    # frozen condition ran, its training part (the same runs, recorded as "frozen").
+    writers = {
+        (r.seed, r.order, r.position): r
         for r in records
-        if r.condition == "learning"
+        if r.condition == "learning" or (r.condition == "frozen" and r.phase == "train")
     }
+    solved = {f"learning-{s}-{o}-{p}": r.passed for (s, o, p), r in writers.items()}
     by_id: dict[str, Mapping[str, Any]] = {}
     for store in lessons.values():
         by_id.update({lesson["id"]: lesson for lesson in store})
@@ -53,8 +56,7 @@ def audit(
     )
     recalled = [
         lesson_id
-        for r in records
-        if r.condition == "learning"
+        for r in writers.values()
         for lesson_id in (*r.recalled_seed, *r.recalled_reflection)
     ]
     return LessonAudit(

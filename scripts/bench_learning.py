@@ -268,10 +268,17 @@ def export_lessons(stores: dict[str, Memory]) -> dict[str, list[dict[str, Any]]]
     out: dict[str, list[dict[str, Any]]] = {}
     for name, memory in stores.items():
         if name.startswith("learning"):
-            page = memory.list_lessons(
-                LessonFilter(limit=1000, sort="created_at", descending=False)
-            )
-            out[name] = [lesson.model_dump(mode="json") for lesson in page.items]
+            lessons: list[dict[str, Any]] = []
+            while True:  # every page: the audit must see every lesson
+                page = memory.list_lessons(
+                    LessonFilter(
+                        offset=len(lessons), limit=1000, sort="created_at", descending=False
+                    )
+                )
+                lessons += [lesson.model_dump(mode="json") for lesson in page.items]
+                if not page.items or len(lessons) >= page.total:
+                    break
+            out[name] = lessons
     return out
 
 
