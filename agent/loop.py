@@ -31,6 +31,7 @@ from agent.candidate import Candidate, parse_candidate
 from agent.checks import Checks, CriticMode
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
+from agent.queries import error_types, seed_query
 from agent.result import (
     CandidateOrigin,
     PoolEntry,
@@ -162,7 +163,7 @@ class _Run:
             t0 = time.monotonic()
             last = self.rounds[-1]
             lessons = self._recall(
-                "reflection", last.feedback.compressed(), _error_types(last.feedback)
+                "reflection", last.feedback.compressed(), error_types(last.feedback)
             )
             stop = self._search(last, lessons, t0)
             if stop is not None:
@@ -440,24 +441,6 @@ class _Run:
 
     def _spent(self) -> int:
         return self._spent_usage().total_tokens
-
-
-def seed_query(task: Task) -> tuple[str, tuple[str, ...]]:
-    """The task-start query: (goal + the head of each input file, each head on its own).
-
-    Lessons are indexed by symptom and root cause, and the data's surface ("$1,299.99", a BOM)
-    is what a task start shares with them; in the joined text the goal's words dominate the
-    embedding, so recall also scores each head alone (`LessonQuery.surface`, max fusion).
-    """
-    heads = [
-        f"--- {name} ---\n" + "\n".join(preview.splitlines()[:3])
-        for name, preview in task.workspace_files(max_bytes=300).items()
-    ]
-    return "\n".join([task.goal, *heads]), tuple(heads)
-
-
-def _error_types(feedback: Feedback) -> tuple[str, ...]:
-    return tuple(t for t in (feedback.error_type, feedback.kind) if t)
 
 
 def _rank(record: RoundRecord) -> tuple[tuple[bool, int, int, float, float, int], int]:

@@ -4,7 +4,7 @@ Two kinds of seed query, both without error types (the loop has none at task sta
 - "error text as seed": each labelled and unrelated error's compressed feedback sent at the
   seed stage, the same text as at reflection minus the error-type gate (how the issue's
   hidden set measures the seed stage);
-- "task start": the query `agent.loop` builds for a task (`seed_query`: the goal, then the
+- "task start": the query the loop builds for a task (`agent.queries.seed_query`: the goal, then the
   first 3 lines of each input file, 300 bytes read; and each file's head alone as a surface
   view), for the labelled cases' `task_goal`s and the unrelated goals.
 Each is scored as built (the seed gate at the store's cut, candidates down to the seed cut
@@ -27,7 +27,7 @@ PREVIEW_BYTES, PREVIEW_LINES = 300, 3
 def seed_parts(
     goal: str, files: Mapping[str, str], encodings: Mapping[str, str]
 ) -> tuple[str, tuple[str, ...]]:
-    """What agent.loop's `seed_query` makes of a task with these workspace files: the text
+    """What `agent.queries.seed_query` makes of a task with these workspace files: the text
     (goal + input heads) and the surface views (each head)."""
     heads = []
     for name in sorted(files):

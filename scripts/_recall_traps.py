@@ -9,7 +9,7 @@ written by hand.
 Rotation k (1..4): the memory holds the lesson of the k-th task of each root cause (a trap
 family; `dates` is two: time zones and date formats, 13 in all). Every other task of a root
 cause with a lesson in memory asks at its start with the loop's own query
-(`agent.loop.seed_query`: goal + input heads, and each head alone); its target is that lesson.
+(`agent.queries.seed_query`: goal + input heads, and each head alone); its target is that lesson.
 Unrelated task starts: examples/tasks, the 164 HumanEval prompts as the loop's goal, the
 unrelated goals of benchmarks/recall/cases.toml. They must get no lesson.
 
@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.table import Table
 
-from agent.loop import seed_query
+from agent.queries import seed_query
 from agent.sandbox import Sandbox
 from agent.task import Task, load_task
 from memory import Embedder, LessonDraft, LessonQuery, Memory

@@ -50,6 +50,7 @@ from rich.table import Table
 
 from agent.classify import classify
 from agent.loop import LoopConfig
+from agent.queries import error_types
 from agent.sandbox import Limits, Sandbox
 from memory import Embedder, HashEmbedder, LessonDraft, LessonQuery, Memory, MiniLMEmbedder, lexical
 from memory.dedup import index_text
@@ -179,8 +180,7 @@ def run_case(case: CaseSpec, sandbox: Sandbox, checker: Path = CHECKER) -> Query
         id=case.id,
         target=case.lesson,
         text=feedback.compressed(),
-        # The loop's reflection filter (agent.loop._error_types).
-        error_types=tuple(t for t in (feedback.error_type, feedback.kind) if t),
+        error_types=error_types(feedback),  # the loop's reflection gate
         stage="reflection",
         kind=feedback.kind,
     )
