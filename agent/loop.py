@@ -135,6 +135,8 @@ class _Run:
         self.unrecorded_usage = Usage()
         # The input previews every generator and refiner prompt shows: read once per run.
         self.inputs = task.workspace_files()
+        # The outputs run as programs: a repair of one may be a fragment to splice in.
+        self.programs = programs_of(task)
         self.checks = Checks(
             task,
             sandbox=agent.sandbox,
@@ -304,7 +306,7 @@ class _Run:
                     splice_repair(
                         repaired,
                         parse_candidate(completion.text, self.task.output),
-                        programs_of(self.task),
+                        self.programs,
                     ),
                     completion.usage,
                 )

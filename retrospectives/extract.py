@@ -260,7 +260,8 @@ def extract(
 
 
 _CODE_SPAN = re.compile(r"`([^`\n]{3,})`")
-_CHANGE_MARK = "verified change:"
+# Marks the verified code change in a lesson's fix (benchmarks count verified lessons by it).
+CHANGE_MARK = "verified change:"
 
 
 def verified(step: FailureStep) -> bool:
@@ -289,9 +290,9 @@ def contradicts(fix: str, result: RunResult, step: FailureStep) -> bool:
 def with_change(fix: str, diff: str) -> str:
     """`fix` followed by the verified code change (once), so a prompt shows what worked."""
     change = diff_summary(diff, limit=240)
-    if not change or _CHANGE_MARK in fix:
+    if not change or CHANGE_MARK in fix:
         return fix
-    return _clip(f"{fix.rstrip('. ')}. {_CHANGE_MARK} {change}", 500)
+    return _clip(f"{fix.rstrip('. ')}. {CHANGE_MARK} {change}", 500)
 
 
 def _squash(text: str) -> str:
@@ -323,7 +324,7 @@ def deterministic_advice(result: RunResult, step: FailureStep) -> Advice:
     if step.resolved:
         change = diff_summary(step.diff, limit=240)
         fix = "; ".join(
-            p for p in (step.fix_note, f"{_CHANGE_MARK} {change}" if change else "") if p
+            p for p in (step.fix_note, f"{CHANGE_MARK} {change}" if change else "") if p
         )
         fix = fix or "rewrite the failing part"
     else:

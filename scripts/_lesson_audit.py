@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-VERIFIED_MARK = "verified change:"
-PROCESS = "process"
+from retrospectives.extract import CHANGE_MARK
+from retrospectives.summary import PROCESS_ERROR_TYPE
 
 
 class LessonAudit(BaseModel):
@@ -51,7 +51,7 @@ def audit(
         return any(solved.get(run) is False for run in runs)
 
     verified = sum(
-        VERIFIED_MARK in lesson["fix"] or lesson["error_type"] == PROCESS
+        CHANGE_MARK in lesson["fix"] or lesson["error_type"] == PROCESS_ERROR_TYPE
         for lesson in by_id.values()
     )
     recalled = [
