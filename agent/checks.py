@@ -13,7 +13,7 @@ from agent.candidate import Candidate
 from agent.classify import classify
 from agent.critic import Critique, critique_feedback, unreadable_critique
 from agent.errors import StructuredOutputError
-from agent.evidence import input_evidence
+from agent.evidence import data_evidence
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
 from agent.rules import rule_check
@@ -105,7 +105,8 @@ def execute(
     log_path: Path | None = None,
 ) -> Feedback:
     """The task's check command on `files` in the sandbox, as the loop judges it: classified,
-    retried once after a kill by a limit, and a crash given its input evidence."""
+    retried once after a kill by a limit, and a crash or a failed check given what the
+    input shows about it (`agent.evidence.data_evidence`)."""
     check = task.check
     if check is None:
         raise ValueError(f"task {task.id} has no check command")
@@ -126,8 +127,8 @@ def execute(
     if feedback.kind == "resource_error" and (feedback.error_type or "").startswith("SIG"):
         # A kill by a limit can be load on a shared machine: one retry before a rewrite.
         feedback = attempt()
-    if feedback.kind == "runtime_error":
-        evidence = input_evidence(feedback.key_message, task.workspace)
+    if feedback.kind in ("runtime_error", "check_failed"):
+        evidence = data_evidence(feedback.key_message, task.workspace)
         if evidence:
             feedback = feedback.model_copy(update={"input_evidence": evidence})
     return feedback

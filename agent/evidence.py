@@ -31,6 +31,11 @@ _DELIMITERS = (",", ";", "\t", "|")
 MAX_FILE_BYTES = 5_000_000
 MAX_VALUES = 8
 MAX_LITERALS = 2
+MAX_PROFILE_LINES = 2
+# What needs no second look: a header of plain names, a column of words or plain numbers.
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORDS, _NUMBER = re.compile(r"a( a)*"), re.compile(r"-?9(\.9)?")
+_PLAIN_ID = re.compile(r"a[-_]?9|9-9-9")
 
 
 def input_evidence(message: str | None, workspace: Path | None) -> str | None:
@@ -50,6 +55,65 @@ def input_evidence(message: str | None, workspace: Path | None) -> str | None:
                 found.append(line)
                 break
     return "\n".join(found) or None
+
+
+def data_evidence(message: str | None, workspace: Path | None) -> str | None:
+    """What the input shows about a failure: the crash value's evidence (`input_evidence`);
+    else, for a failure that quotes no input value (a wrong total, a type error), the data's
+    profile (`input_profile`), the lines naming a word of the message first, at most two."""
+    found = input_evidence(message, workspace)
+    if found:
+        return found
+    words = {w.lower() for w in re.findall(r"\w+", message or "")}
+    lines = input_profile(workspace)
+    lines.sort(key=lambda line: not words & {w.lower() for w in re.findall(r"\w+", line[:80])})
+    return "\n".join(lines[:MAX_PROFILE_LINES]) or None
+
+
+def input_profile(workspace: Path | None) -> list[str]:
+    """The look at the data before any program runs, in the words of the crash evidence:
+
+    - a file that is not UTF-8: the bytes around the first undecodable one;
+    - a delimited file: its header as Python's csv module reads it by default, when that
+      is not a list of plain names (a BOM, stray spaces, another delimiter);
+    - each column whose values are not plain words or numbers (more than one format, or
+      one with symbols in it: '$', '%', a decimal comma), varied formats first.
+
+    A task start then reads like the symptom of a lesson learned on data of the same kind.
+    """
+    if workspace is None or not workspace.is_dir():
+        return []
+    lines: list[str] = []
+    for path, raw in _input_files(workspace):
+        name = path.relative_to(workspace)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            around = raw[max(0, exc.start - 20) : exc.start + 20]
+            lines.append(f"bytes around position {exc.start} of {name}: {around!r}")
+            continue
+        if text.lstrip()[:1] in ("{", "["):
+            continue  # JSON lines are not columns
+        rows = _csv_rows(text)
+        if not rows:
+            continue
+        read = next(csv.reader(io.StringIO(text)), [])
+        if any(not _PLAIN_NAME.fullmatch(cell) for cell in read):
+            lines.append(f"the header of {name} as Python reads it: {read!r}")
+        header, body = rows[0], rows[1:]
+        for column, title in enumerate(header):
+            values = [row[column] for row in body if column < len(row)]
+            if _unusual({_shape(v) for v in values}):
+                lines.append(_column_line(name, title, values))
+    return lines
+
+
+def _unusual(shapes: set[str]) -> bool:
+    """Values with symbols in them, or words and numbers in one column ('yes', '1', 'n/a')."""
+    words = {s for s in shapes if _WORDS.fullmatch(s)}
+    numbers = {s for s in shapes if _NUMBER.fullmatch(s)}
+    plain = words | numbers | {s for s in shapes if _PLAIN_ID.fullmatch(s)}
+    return shapes != plain or bool(words and numbers)
 
 
 def _literals(message: str) -> list[str]:

@@ -33,7 +33,8 @@ class Feedback(BaseModel):
     location: str | None = None  # e.g. "solution.py:12"
     key_message: str | None = None
     failing_example: str | None = None
-    # The crash's value in the input files (agent.evidence): other formats of that column.
+    # What the input shows about the failure (agent.evidence.data_evidence): the crash value's
+    # column, header or bytes; else, for a failed check, the data's unusual columns.
     input_evidence: str | None = None
     issues: tuple[str, ...] = ()
     score: float | None = None  # critic score 1-10 when the critic ran

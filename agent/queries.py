@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agent.evidence import input_profile
 from agent.feedback import Feedback
 from agent.task import Task
 
@@ -17,7 +18,8 @@ def seed_query(task: Task) -> tuple[str, tuple[str, ...]]:
         f"--- {name} ---\n" + "\n".join(preview.splitlines()[:3])
         for name, preview in task.workspace_files(max_bytes=300).items()
     ]
-    return "\n".join([task.goal, *heads]), tuple(heads)
+    profile = input_profile(task.workspace)
+    return "\n".join([task.goal, *heads, *profile]), (*heads, *profile)
 
 
 def error_types(feedback: Feedback) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ import heapq
 import math
 import re
 import threading
+import unicodedata
 import weakref
 from array import array
 from collections import Counter
@@ -47,12 +48,39 @@ RECALLABLE = ("candidate", "validated")
 _TOKEN = re.compile(r"\w+|[$€£¥%;|]|\ufeff|\\ufeff")
 
 
+# A quoted value ('$4,332.59', '18,9', 'N/A'), as symptoms, input evidence and a task start's
+# data profile quote them. Its shape is what a sibling task's data shares: '$860.45' and
+# '€2,165.93' share no word, but both have a currency sign before a number.
+_QUOTED = re.compile(r"'([^'\n]{0,40})'")
+
+
+def shape(value: str) -> str:
+    """A value's format: digit runs 9, letter runs a, currency signs ¤, spaces dropped."""
+    out: list[str] = []
+    for ch in value.strip():
+        kind = "9" if ch.isdigit() else "a" if ch.isalpha() else ch
+        kind = "¤" if unicodedata.category(ch) == "Sc" else kind
+        if not ch.isspace() and not (out and out[-1] == kind and kind in "9a"):
+            out.append(kind)
+    return "".join(out)
+
+
 def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens plus the data symbols above: the keyword view of a text."""
-    return [
+    """Lower-cased word tokens, the data symbols above, and the shape of each quoted value
+    that is not a plain word (a token "§<shape>", "§" for an empty value).
+
+    Bare numbers are not tokens: they are the data's own values ('4,332.59' shares "4" with
+    any list of numbers), and the shape says what matters about them."""
+    tokens = [
         "ufeff" if token in ("\ufeff", "\\ufeff") else token
         for token in _TOKEN.findall(text.lower())
+        if not token.isdigit()
     ]
+    for value in _QUOTED.findall(text):
+        form = shape(value)
+        if not form or not set(form) <= {"a", "\\"}:  # not a word (nor one with escapes)
+            tokens.append("§" + form)
+    return tokens
 
 
 class _Posting:

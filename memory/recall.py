@@ -16,10 +16,12 @@ JSONDecodeError in another). On the labelled set (scripts/bench_recall.py) a ran
 the query's types helped nothing, so the type gates and does not reorder.
 
 Surface views (`LessonQuery.surface`): the loop's task-start text is the goal plus the head
-of each input file, and the goal's words dominate its embedding, while a lesson's symptom
-describes the data ("in the input: values of column 'amount' ...: '$860.45', ..."). So the
-loop also sends each file's head on its own; a lesson's similarity is then its best cosine
-over the query text and these views (max fusion), for the cut, the gate and the ranking.
+of each input file and the data's profile (`agent.evidence.input_profile`: unusual headers,
+columns of mixed or symbol-bearing formats), and the goal's words dominate its embedding,
+while a lesson's symptom describes the data ("in the input: values of column 'amount' ...:
+'$860.45', ..."). So the loop also sends each head and each profile line on its own; a
+lesson's similarity is then its best cosine over the query text and these views (max
+fusion), for the cut, the gate and the ranking.
 
 Seed gate: at the seed stage (task start) there is no error type to gate on. There recall
 answers only if its best candidate reaches the cut (`min_similarity`, or `seed_min_similarity`
@@ -36,20 +38,23 @@ sends task starts.
 
 Ranking, for each candidate:
 
-    relevance = (k + 1) / 2 * (1 / (k + rank_vector) + 1 / (k + rank_bm25))   # 1 = first in both
+    relevance = ((cosine - cut) / (best cosine - cut) + bm25 / best bm25) / 2   # 1 = first in both
     score = relevance
           + lift_weight    * (helped - misled) / (helped + misled + 2)    # in (-1, 1)
           + recency_weight * 0.5 ** (age_days / recency_half_life_days)  # in (0, 1]
           + validated_bonus * [status == "validated"]
           - flagged_penalty * [flagged for review]                       # memory.lift.flag
 
-Ranks are 1-based among the candidates; a candidate sharing no word with the query has no BM25
-rank and that term is 0. This is reciprocal rank fusion with the standard k = 60 (Cormack et
-al., 2009): it needs no calibration between cosine and BM25 scales. Adjacent ranks differ by
-about 0.01 in relevance, so the smoothed lift (the +2 is a Beta(1,1) prior, so one lucky run
-moves it little) and recency move a lesson a few places at most. A lesson flagged for review
-(recalled into failing runs, `memory.lift.flag`) loses as much as the worst lift: it
-drops below an equally relevant unflagged lesson, and out of a full recall. Age counts from
+"Best" is over the candidates (all above the cut); a candidate sharing no word with the query
+has BM25 0. This is relative score fusion: each side counts by how close it comes to that
+side's best, so a lexical match four times stronger than the next (the shapes of the data's
+values, `memory.lexical.shape`, shared by a task start and a lesson learned on data of the
+same kind) outweighs a cosine a little lower, which reciprocal rank fusion (k = 60) could not:
+there adjacent ranks differed by about 0.01 whatever the scores. On the trap tasks' starts
+(scripts/bench_recall.py --trap-tasks only) it raised hit@1 from 0.41 to 0.48 with the same
+no-lesson rate. The smoothed lift (the +2 is a Beta(1,1) prior, so one lucky run moves it
+little) and recency move a lesson past near-ties only. A lesson flagged for review (recalled
+into failing runs, `memory.lift.flag`) loses as much as the worst lift. Age counts from
 `updated_at`, which a duplicate sighting refreshes.
 """
 
@@ -95,8 +100,6 @@ class RecallConfig:
     validated_bonus: float = 0.02
     # Subtracted from a lesson flagged for review: equal to the worst lift term.
     flagged_penalty: float = 0.1
-    # Reciprocal rank fusion constant: the standard 60, not tuned here.
-    rrf_k: int = 60
     # Candidates fetched from each side before re-ranking: room for diversification.
     candidate_pool: int = 24
 
@@ -118,10 +121,12 @@ def lift(lesson: Lesson) -> float:
     return (lesson.helped - lesson.misled) / (lesson.helped + lesson.misled + 2)
 
 
-def fused(rank_vector: int, rank_bm25: int | None, k: int) -> float:
-    """Reciprocal rank fusion of the two rankings, scaled so that first in both is 1."""
-    total = 1 / (k + rank_vector) + (1 / (k + rank_bm25) if rank_bm25 is not None else 0.0)
-    return total * (k + 1) / 2
+def fused(cosine: float, bm25: float, *, cut: float, top_cosine: float, top_bm25: float) -> float:
+    """Relative score fusion: the mean of the cosine's place between the cut and the best
+    candidate's, and the BM25 score's share of the best one; 1 = first in both."""
+    dense = (cosine - cut) / (top_cosine - cut) if top_cosine > cut else 1.0
+    lexical = bm25 / top_bm25 if top_bm25 > 0 else 0.0
+    return (dense + lexical) / 2
 
 
 @dataclass(frozen=True)
@@ -328,19 +333,18 @@ def _gather(search: _Search, pool: int, limit: int) -> list[_Candidate]:
 
 
 def _rank(
-    found: list[_Candidate], config: RecallConfig, now: datetime
+    found: list[_Candidate], config: RecallConfig, now: datetime, cut: float
 ) -> list[tuple[ScoredLesson, Vector]]:
     by_vector = sorted(found, key=lambda c: (-c.similarity, c.lesson.id))
-    by_bm25 = sorted((c for c in found if c.bm25 > 0), key=lambda c: (-c.bm25, c.lesson.id))
-    rank_vector = {c.lesson.id: r for r, c in enumerate(by_vector, 1)}
-    rank_bm25 = {c.lesson.id: r for r, c in enumerate(by_bm25, 1)}
+    top_cosine = max(c.similarity for c in found)
+    top_bm25 = max(c.bm25 for c in found)
     ranked = [
         (
             ScoredLesson(
                 lesson=c.lesson,
                 similarity=c.similarity,
                 score=score(
-                    fused(rank_vector[c.lesson.id], rank_bm25.get(c.lesson.id), config.rrf_k),
+                    fused(c.similarity, c.bm25, cut=cut, top_cosine=top_cosine, top_bm25=top_bm25),
                     c.lesson,
                     config,
                     now,
@@ -397,5 +401,5 @@ def recall(
     found = _gather(search, max(config.candidate_pool, query.limit * 4), query.limit)
     if not found or not passes_seed_gate(query, found, config):
         return []
-    ranked = _rank(found, config, utcnow())
+    ranked = _rank(found, config, utcnow(), search.cut)
     return _diversify(ranked, query.limit, query.token_budget, config.diversity_similarity)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.evidence import input_evidence
+from agent.evidence import input_evidence, input_profile
 from agent.llm.scripted import ScriptedLLM
 from tests.helpers import GEN, REFINE, code, fix, make_task
 from tests.test_loop import agent_for
@@ -75,3 +75,57 @@ def test_the_refiner_is_shown_the_column_of_the_value_that_crashed(tmp_path: Pat
     refine_prompt = next(c for c in llm.calls if REFINE in c.system).messages[-1].content
     assert "in the input: values of column 'amount' in a.csv" in refine_prompt
     assert "'$4,332.59'" in refine_prompt
+
+
+def test_the_profile_shows_what_a_second_look_at_the_data_would(tmp_path: Path) -> None:
+    ws = workspace(tmp_path, {
+        "sales.csv": "\ufeffregion,amount,units,day\nnorth,$1.50,3,2026-01-02\n"
+                     'south,"$1,200",4,2026-01-03\n',
+        "stock.csv": "sku;qty\nA-1;7\n",
+        "flags.csv": "name,active\nann,yes\nbo,1\n",
+        "plain.csv": "name,score\nann,1.5\nbo,2\n",
+        "events.jsonl": '{"a": 1, "b": "x,y"}\n',
+        "names.csv": b"name,city\nIn\xe9s,K\xf6ln\n",
+    })  # fmt: skip
+    lines = input_profile(ws)
+    assert lines == [
+        "values of column 'active' in flags.csv (2 of 2 distinct, varied formats first): "
+        "'yes', '1'",
+        "bytes around position 12 of names.csv: b'name,city\\nIn\\xe9s,K\\xf6ln\\n'",
+        "the header of sales.csv as Python reads it: ['\\ufeffregion', 'amount', 'units', 'day']",
+        "values of column 'amount' in sales.csv (2 of 2 distinct, varied formats first): "
+        "'$1.50', '$1,200'",
+        "the header of stock.csv as Python reads it: ['sku;qty']",
+    ]
+    # Plain names, words, numbers and ISO dates need no second look; JSON lines are not columns.
+    (tmp_path / "plain").mkdir()
+    assert input_profile(workspace(tmp_path / "plain", {"plain.csv": "a,b\nx,1.5\n"})) == []
+    assert input_profile(None) == []
+
+
+def test_a_wrong_total_is_shown_with_the_column_its_message_names(tmp_path: Path) -> None:
+    # The program runs; the check finds the count wrong. No value is quoted by a crash, so the
+    # refiner (and the lesson's symptom) get the data's profile, the named column first.
+    naive = (
+        "import csv, json\n"
+        "rows = list(csv.DictReader(open('a.csv')))\n"
+        "json.dump(sum(r['active'] == 'yes' for r in rows), open('out.json', 'w'))\n"
+    )
+    checker = (
+        "import json,sys; v=json.load(open('out.json'))\n"
+        "sys.exit(f'active: got {v}' if v!=3 else 0)"
+    )
+    llm = ScriptedLLM.by_system({GEN: [code(naive)], REFINE: [fix(naive.replace("a.csv", "b"))]})
+    task = make_task(tmp_path, checker=checker)
+    assert task.workspace is not None
+    (task.workspace / "a.csv").write_text("id,price,active\n1,$2,yes\n2,$3,1\n3,$4,TRUE\n4,$5,no\n")
+    first = agent_for(llm, tmp_path, max_rounds=2).run(task).rounds[0].feedback
+    assert first.kind == "check_failed"
+    assert first.input_evidence == (
+        "values of column 'active' in a.csv (4 of 4 distinct, varied formats first): "
+        "'yes', '1', 'TRUE', 'no'\n"
+        "values of column 'price' in a.csv (4 of 4 distinct, varied formats first): "
+        "'$2', '$3', '$4', '$5'"
+    )
+    refine_prompt = next(c for c in llm.calls if REFINE in c.system).messages[-1].content
+    assert "values of column 'active' in a.csv" in refine_prompt

@@ -211,7 +211,7 @@ def test_recall_seeds_generation_and_reflection(tmp_path: Path) -> None:
     assert result.recalled_lesson_ids == ("L1",)
 
 
-def test_seed_query_is_the_goal_with_input_heads_and_each_head_as_a_surface_view(
+def test_seed_query_is_the_goal_with_input_heads_and_the_datas_profile_as_surface_views(
     tmp_path: Path,
 ) -> None:
     task = make_task(tmp_path)
@@ -222,7 +222,13 @@ def test_seed_query_is_the_goal_with_input_heads_and_each_head_as_a_surface_view
     ReflectiveAgent(llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), runs_dir=None).run(task)
     (seed,) = recall.queries
     amounts = '--- amounts.csv ---\nid,amount\n1,$860.45\n2,"$4,332.59"'  # 3 lines
-    assert seed.stage == "seed" and seed.surface == (amounts, "--- input.txt ---\n6 7")
+    # The third row shows only in the profile (agent.evidence.input_profile).
+    profile = (
+        "values of column 'amount' in amounts.csv (3 of 3 distinct, varied formats first): "
+        "'$860.45', '$4,332.59', '$9'"
+    )
+    assert seed.stage == "seed"
+    assert seed.surface == (amounts, "--- input.txt ---\n6 7", profile)
     assert seed.text == "\n".join([task.goal, *seed.surface])
 
 

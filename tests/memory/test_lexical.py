@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory import HashEmbedder, LessonDraft, Memory
-from memory.lexical import BM25, tokenize
+from memory.lexical import BM25, shape, tokenize
 
 
 def test_bm25_removal_equals_a_fresh_index() -> None:
@@ -171,7 +171,7 @@ def test_bm25_scores_shared_words_only() -> None:
 
 def test_data_symbols_are_tokens_and_a_bom_is_one_however_written() -> None:
     assert tokenize("'$860.45'; '25 %' a|b £9 €9") == [
-        "$", "860", "45", ";", "25", "%", "a", "|", "b", "£", "9", "€", "9",
+        "$", ";", "%", "a", "|", "b", "£", "€", "§¤9.9", "§9%",
     ]  # fmt: skip
     # Raw (as read), escaped (a header's repr, a file preview): the same token.
     assert tokenize("\ufeffsku") == tokenize("['\\ufeffsku']") == ["ufeff", "sku"]
@@ -186,3 +186,23 @@ def test_a_task_heads_symbols_find_the_lesson_of_that_data() -> None:
     assert bm25.top("--- kpis.csv ---\nregion,growth\nnorth,+3.1%", 1)[0][0] == "percent"
     assert bm25.top("--- rent.csv ---\ncity,rent\nOslo,$1,200", 1)[0][0] == "currency"
     assert bm25.top("--- stock.csv ---\n\\ufeffitem,count", 1)[0][0] == "bom"
+
+
+def test_a_quoted_values_shape_is_a_token_whatever_its_digits_and_currency() -> None:
+    assert shape("$4,332.59") == shape(" €2,165.93 ") == "¤9,9.9"
+    assert shape("25 %") == shape("7.5%")[0] + "%" == "9%"
+    assert shape("Feb 04, 2026") == "a9,9"
+    tokens = tokenize("values: '$860.45', '', 'N/A', 'qty'")
+    # A plain word is a word token only; an empty value has the shape "§".
+    assert [t for t in tokens if t.startswith("§")] == ["§¤9.9", "§", "§a/a"]
+
+
+def test_shapes_find_the_lesson_of_data_of_the_same_kind_in_other_words() -> None:
+    bm25 = BM25()
+    bm25.put("comma", "could not convert string to float: '18,9' values '-2,7', '19,5'")
+    bm25.put("currency", "could not convert string to float: '$860.45' values '$4,332.59'")
+    bm25.put("empty", "could not convert string to float: '' values '79', '-', 'n/a'")
+    # Another currency and other digits: only the shapes are shared.
+    assert bm25.top("values of column 'cost': '€ 414', '€2,165.93'", 1)[0][0] == "currency"
+    assert bm25.top("values of column 'litres': '54,94', '30,34'", 1)[0][0] == "comma"
+    assert bm25.top("values of column 'price': '4.03', '', 'N/A'", 1)[0][0] == "empty"

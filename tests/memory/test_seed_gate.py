@@ -109,3 +109,16 @@ def test_a_surface_view_counts_with_its_best_cosine() -> None:
         assert abs(hits[0].similarity - 0.7) < 1e-5
         # Blank views are ignored, not embedded as queries.
         assert _recall(memory, "FAR goal", surface=("  ",)) == []
+
+
+def test_a_far_stronger_word_match_outranks_a_slightly_closer_cosine() -> None:
+    # A at 0.7, B at 0.35 + the shared rare words: with the cut at 0.3 both are candidates.
+    symptom = "money SYMPTOM_B '€1.234,50' '€ 99' decimal comma euro"
+    words_b = LessonDraft(scope="s", error_type="ValueError", root_cause="CAUSE_B", fix="fix B",
+                          symptom=symptom)  # fmt: skip
+    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.3) as memory:
+        memory.add_many([A, words_b])
+        plain = _recall(memory, "BOTH task", stage="seed")
+        assert plain[0] == A.symptom  # no words shared: the cosine decides
+        shared = _recall(memory, "BOTH task '€ 7' '€2.000,10' euro decimal comma", stage="seed")
+        assert shared[0] == words_b.symptom  # relative fusion: B's BM25 is all of the best
