@@ -4,12 +4,16 @@ verdict does, the model judge's call, and a real pass with a model judging the b
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from agent.app.cli_retro import retro_app
 from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
+from memory.embeddings import HashEmbedder
 from memory.store import Memory
 from memory.types import LessonDraft, LessonFilter
 from retrospectives.consolidate import ConsolidationConfig, Consolidator, consolidate
@@ -176,3 +180,28 @@ def test_an_inverted_band_asks_nobody(low: float, high: float) -> None:
     cfg = LinkConfig(threshold=0.35, lexical_weight=0.0, band_low=low, band_high=high)
     linked_clusters(["a", "b"], [False] * 2, vecs, ["x", "y"], cfg, judge)
     assert judge.asked == 0
+
+
+def test_the_cli_judge_flag_asks_the_model_about_the_band(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The decimal-comma pair scores ~0.11 with the hashing embedder: in the band, no merge.
+    path = tmp_path / "mem"
+    with Memory.open(str(path), embedder=HashEmbedder(), dedup_similarity=1.01) as memory:
+        memory.add_many(DRAFTS)
+    script = tmp_path / "replies.json"
+    replies = {"You decide whether": ['{"same": true}'], "You merge lessons": ["not json"] * 3}
+    script.write_text(json.dumps(replies))
+    monkeypatch.setenv("LESSONLOOP_MEMORY", str(path))
+    monkeypatch.setenv("LESSONLOOP_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("LESSONLOOP_MODEL", f"scripted:{script}")
+    obj = {"embedder": HashEmbedder()}
+    plain = CliRunner().invoke(retro_app, obj=obj, args=["consolidate", "--no-model", "--json"])
+    assert plain.exit_code == 0, plain.output
+    assert json.loads(plain.output)["merges"] == [] and json.loads(plain.output)["judged"] == 0
+    full = ["consolidate", "--full", "--judge", "--json"]
+    judged = CliRunner().invoke(retro_app, obj=obj, args=full)
+    assert judged.exit_code == 0, judged.output
+    report = json.loads(judged.output)
+    assert report["judged"] == 1 and len(report["merges"]) == 1
+    assert len(report["merges"][0]["member_ids"]) == 2
