@@ -64,6 +64,7 @@ class ConsolidationConfig(BaseModel):
     band_high: float = Field(default=LinkConfig.band_high, ge=0, le=1)
     judge_per_lesson: int = Field(default=LinkConfig.judge_per_lesson, ge=1)
     max_judged: int = Field(default=LinkConfig.max_judged, ge=1)
+    judged_same: float = Field(default=LinkConfig.judged_same, ge=0, le=1)
     # Per type: root causes at least this similar are one cluster.
     threshold: float = Field(default=0.6, gt=0, le=1)
     # Fixes at least this similar count as one fix inside a merged lesson.
@@ -265,6 +266,7 @@ class Consolidator:
                 band_high=cfg.band_high,
                 judge_per_lesson=cfg.judge_per_lesson,
                 max_judged=cfg.max_judged,
+                judged_same=cfg.judged_same,
             ),
             self.judge,
         )
