@@ -39,6 +39,7 @@ from memory.store import Memory
 from retrospectives.canonical import write_canonical
 from retrospectives.cluster import Cluster, leader_clusters
 from retrospectives.errors import ConsolidationBusyError
+from retrospectives.judge import ModelPairJudge, PairJudge
 from retrospectives.link import LinkConfig, linked_clusters
 
 LEASE_NAME = "consolidation"
@@ -56,6 +57,14 @@ class ConsolidationConfig(BaseModel):
     # Across types: average pair score (cosine + word overlap, retrospectives.link) to join.
     link_threshold: float = Field(default=LinkConfig.threshold, gt=0, le=1)
     lexical_weight: float = Field(default=LinkConfig.lexical_weight, ge=0, le=1)
+    # Across types, with a model (or a judge given to the Consolidator): pairs scoring in
+    # [band_low, band_high) are asked whether they share a root cause (retrospectives.judge).
+    judge_uncertain: bool = False
+    band_low: float = Field(default=LinkConfig.band_low, ge=0, le=1)
+    band_high: float = Field(default=LinkConfig.band_high, ge=0, le=1)
+    judge_per_lesson: int = Field(default=LinkConfig.judge_per_lesson, ge=1)
+    max_judged: int = Field(default=LinkConfig.max_judged, ge=1)
+    judged_same: float = Field(default=LinkConfig.judged_same, ge=0, le=1)
     # Per type: root causes at least this similar are one cluster.
     threshold: float = Field(default=0.6, gt=0, le=1)
     # Fixes at least this similar count as one fix inside a merged lesson.
@@ -85,6 +94,7 @@ class ConsolidationReport(BaseModel):
     merges: tuple[MergeRecord, ...]
     conflicts: int  # clusters skipped because a lesson changed meanwhile (retried next pass)
     fallbacks: int  # canonicals written without (or despite) the model
+    judged: int = 0  # uncertain pairs asked of the judge
     stopped_early: bool
     seconds_embed: float
     seconds_cluster: float
@@ -124,11 +134,17 @@ class Consolidator:
         llm: LLM | None,
         config: ConsolidationConfig | None = None,
         holder: str | None = None,
+        judge: PairJudge | None = None,
     ) -> None:
+        """`judge`: asked about uncertain pairs; by default the model's, when
+        `config.judge_uncertain` and there is a model, else none."""
         self.memory = memory
         self.llm = llm
         self.config = config or ConsolidationConfig()
         self.holder = holder or default_holder()
+        if judge is None and llm is not None and self.config.judge_uncertain:
+            judge = ModelPairJudge(llm)
+        self.judge = judge
 
     # -- the pass ------------------------------------------------------------------------
 
@@ -145,6 +161,7 @@ class Consolidator:
             self.memory.release_lease(held)
 
     def _run(self, held: Lease, should_stop: StopCheck) -> ConsolidationReport:
+        asked, judge_usage = self._judge_state()
         t0 = time.perf_counter()
         embedded = self.memory.embed_root_causes()
         t_embed = time.perf_counter() - t0
@@ -169,12 +186,18 @@ class Consolidator:
             merges=tuple(tally.records),
             conflicts=tally.conflicts,
             fallbacks=tally.fallbacks,
+            judged=self._judge_state()[0] - asked,
             stopped_early=tally.stopped,
             seconds_embed=t_embed,
             seconds_cluster=tally.t_cluster,
             seconds_write=tally.t_write,
-            usage=tally.usage,
+            usage=tally.usage + _spent(self._judge_state()[1], judge_usage),
         )
+
+    def _judge_state(self) -> tuple[int, Usage]:
+        if self.judge is None:
+            return 0, Usage()
+        return self.judge.asked, self.judge.usage
 
     def _bucket(self, bucket: Bucket, tally: _Tally, should_stop: StopCheck) -> None:
         t1 = time.perf_counter()
@@ -239,7 +262,13 @@ class Consolidator:
                 lexical_weight=cfg.lexical_weight,
                 max_size=cfg.max_cluster,
                 batch=cfg.batch,
+                band_low=cfg.band_low,
+                band_high=cfg.band_high,
+                judge_per_lesson=cfg.judge_per_lesson,
+                max_judged=cfg.max_judged,
+                judged_same=cfg.judged_same,
             ),
+            self.judge,
         )
 
     def _plan(
@@ -309,11 +338,23 @@ class Consolidator:
         return self.memory.undo_merge(merge_id)
 
 
+def _spent(now: Usage, before: Usage) -> Usage:
+    return Usage(
+        prompt_tokens=now.prompt_tokens - before.prompt_tokens,
+        completion_tokens=now.completion_tokens - before.completion_tokens,
+        calls=now.calls - before.calls,
+    )
+
+
 def consolidate(
-    memory: Memory, *, llm: LLM | None, config: ConsolidationConfig | None = None
+    memory: Memory,
+    *,
+    llm: LLM | None,
+    config: ConsolidationConfig | None = None,
+    judge: PairJudge | None = None,
 ) -> ConsolidationReport:
     """One consolidation pass (see `Consolidator`)."""
-    return Consolidator(memory, llm=llm, config=config).run()
+    return Consolidator(memory, llm=llm, config=config, judge=judge).run()
 
 
 def undo(memory: Memory, merge_id: str) -> MergeRecord:

@@ -19,6 +19,12 @@ clusters only if the *average* score over every pair across them still reaches t
 threshold (average linkage: no chaining through one lucky pair), the result holds at most
 one old lesson (its leader) and at most `max_size` lessons.
 
+Uncertain band (optional): with a `judge` (retrospectives.judge), candidate pairs scoring in
+`[band_low, band_high)` are asked whether they share a root cause, at most
+`judge_per_lesson` per new lesson (highest scores first) and `max_judged` per call; "same"
+sets the pair's score to `judged_same`, "different" to 0, no answer leaves it. Without a
+judge nothing changes.
+
 Cost: the neighbour search (see there), O(new x neighbours) pair scores in a few numpy
 calls, and linkage checks bounded by `max_size` squared each; a refused join is remembered
 for the two clusters as they are, so it is not tried again for their other pairs.
@@ -26,12 +32,14 @@ for the two clusters as they are, so it is not tried again for their other pairs
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from retrospectives.cluster import Cluster, Matrix
+from retrospectives.judge import PairJudge
 from retrospectives.neighbours import Indices, SearchConfig, nearest
 from retrospectives.overlap import Floats, Lexical, words
 
@@ -52,6 +60,12 @@ class LinkConfig:
     max_size: int = 24
     batch: int = 512
     search: SearchConfig = field(default_factory=SearchConfig)
+    # With a judge: the band of pair scores that is asked, and what a verdict "same" scores.
+    band_low: float = 0.10
+    band_high: float = 0.60
+    judge_per_lesson: int = 6
+    max_judged: int = 5000
+    judged_same: float = 1.0
 
 
 @dataclass
@@ -110,11 +124,13 @@ def linked_clusters(
     vectors: Matrix,
     texts: Sequence[str],
     config: LinkConfig,
+    judge: PairJudge | None = None,
 ) -> list[Cluster]:
     """Clusters of one scope (leader + at least one new member); see the module docstring.
 
     `ids` in arrival order; `old[i]`: lesson i was processed by an earlier pass;
-    `vectors`: unit root-cause embeddings; `texts`: root cause + fix of each lesson.
+    `vectors`: unit root-cause embeddings; `texts`: root cause + fix of each lesson;
+    `judge`: asked about the pairs in the uncertain band (none: scores alone decide).
     """
     if len(ids) != len(old) or len(ids) != len(texts) or len(ids) != vectors.shape[0]:
         raise ValueError("ids, old, vectors and texts must have one entry per lesson")
@@ -123,6 +139,8 @@ def linked_clusters(
     )
     left, right = _candidate_pairs(link, config)
     values = link.scores(left, right)
+    if judge is not None:
+        values = _judged(judge, left, right, values, texts, link, config)
     above = values >= config.threshold
     left, right, values = left[above], right[above], values[above]
     order = np.lexsort((right, left, -values))  # falling score, then arrival order
@@ -151,6 +169,38 @@ def linked_clusters(
         root[b] = a
         members[a] = sorted(members[a] + members.pop(b))
     return [c for group in members.values() if (c := _as_cluster(group, ids, old, link))]
+
+
+def _judged(
+    judge: PairJudge,
+    left: Indices,
+    right: Indices,
+    values: Floats,
+    texts: Sequence[str],
+    link: _Linkage,
+    config: LinkConfig,
+) -> Floats:
+    """The pair scores after the judge's verdicts on the band (see the module docstring)."""
+    band = np.flatnonzero((values >= config.band_low) & (values < config.band_high))
+    per: Counter[int] = Counter()
+    chosen: list[int] = []
+    for p in band[np.argsort(-values[band], kind="stable")].tolist():
+        if len(chosen) >= config.max_judged:
+            break
+        new = [x for x in (int(left[p]), int(right[p])) if not link.old[x]]
+        if any(per[x] >= config.judge_per_lesson for x in new):
+            continue
+        per.update(new)
+        chosen.append(p)
+    if not chosen:
+        return values
+    verdicts = judge.same_cause([(texts[left[p]], texts[right[p]]) for p in chosen])
+    out: Floats = values.copy()
+    for p, verdict in zip(chosen, verdicts, strict=True):
+        if verdict is not None:
+            out[p] = config.judged_same if verdict else 0.0
+            link.cache[(int(left[p]), int(right[p]))] = float(out[p])  # left < right
+    return out
 
 
 def _may_join(a: list[int], b: list[int], link: _Linkage, config: LinkConfig) -> bool:

@@ -80,3 +80,24 @@ def render_merge(error_type: str, lessons: Sequence[tuple[str, str, str, str]]) 
     return MERGE_USER.substitute(
         count=len(lessons), error_type=error_type, lessons="\n".join(blocks)
     )
+
+
+SAME_CAUSE_SYSTEM = """\
+You decide whether two lessons from failed programming attempts share one root cause: the
+same property of the input or the same wrong assumption, even when the error types, the
+wording or the task differ (a thousands separator can surface as a ValueError in one run
+and as a wrong total in another). Different properties of the data are different root
+causes even when the error looks alike (a comma grouping thousands is not a decimal comma).
+Reply with JSON only: {"same": true} or {"same": false}"""
+
+SAME_CAUSE_USER = Template("""\
+Lesson A: $first
+
+Lesson B: $second
+
+Do A and B share one root cause?""")
+
+
+def render_same_cause(first: str, second: str) -> str:
+    """The user turn of a pair check; each text is a lesson's root cause and fix."""
+    return SAME_CAUSE_USER.substitute(first=first, second=second)

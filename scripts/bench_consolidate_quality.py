@@ -2,6 +2,7 @@
 
     python scripts/bench_consolidate_quality.py                  # both sets, MiniLM
     python scripts/bench_consolidate_quality.py --embedder hash --out /tmp/q.json
+    python scripts/bench_consolidate_quality.py --judge-model local   # + the model's verdicts
 
 Two labelled sets, each scored on its odd and its even root-cause groups (singletons split
 the same way) in a fresh in-memory store (write-time dedup off, so "before" is an
@@ -12,7 +13,12 @@ unconsolidated store), one `consolidate --no-model` pass each:
   under several error types each (a `ValueError` in one run, `check_failed` in another)
   + 18 singletons.
 Methods: per (scope, error type) leader clustering (the pass before cross-type clustering)
-and across error types (retrospectives.link, the default). Purity: share of lessons whose
+and across error types (retrospectives.link, the default); then across error types with a
+judge on the uncertain band of pair scores (retrospectives.judge): a scripted oracle that
+answers from the labels (the ceiling of the mechanism: what a judge that is always right
+would give, not a model figure), the same oracle wrong on one pair in ten (fixed by a hash
+of the pair), and with `--judge-model SPEC` the model's own verdicts. "calls" counts the
+pairs asked. Purity: share of lessons whose
 cluster's majority label is their own; duplicate rate: share of active lessons whose label
 another active lesson already has (0 = one lesson per root cause).
 """
@@ -23,6 +29,7 @@ import argparse
 import sys
 import time
 import tomllib
+import zlib
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,15 +44,25 @@ from rich.table import Table
 from memory import Embedder, HashEmbedder, LessonDraft, Memory, MiniLMEmbedder
 from memory.types import Evidence, LessonFilter
 from retrospectives.consolidate import ConsolidationConfig, consolidate
+from retrospectives.judge import ModelPairJudge, PairJudge, ScriptedPairJudge, Verdict
 from scripts._benchlib import REPO, write_json_atomic
 from tests.retro.labelled import labelled_set
 
 CROSS = REPO / "benchmarks" / "consolidate" / "cross_types.toml"
-Method = Literal["before", "per error type", "across error types"]
+Method = Literal[
+    "before",
+    "per error type",
+    "across error types",
+    "+ judge: oracle",
+    "+ judge: oracle, 10% wrong",
+    "+ judge: model",
+]
 METHODS: dict[Method, ConsolidationConfig | None] = {
     "before": None,
     "per error type": ConsolidationConfig(across_error_types=False),
     "across error types": ConsolidationConfig(),
+    "+ judge: oracle": ConsolidationConfig(),
+    "+ judge: oracle, 10% wrong": ConsolidationConfig(),
 }
 
 
@@ -68,6 +85,7 @@ class Quality(BaseModel):
     merges: int
     purity: float
     duplicate_rate: float
+    calls: int = 0
 
 
 def cross_types(path: Path = CROSS, scope: str = "demo") -> list[Labelled]:
@@ -109,47 +127,96 @@ def quality(memory: Memory, label_of: dict[str, str]) -> tuple[float, float, int
     return purity, (len(labels) - len(set(labels))) / len(labels), len(active)
 
 
+def oracle(items: Sequence[Labelled], wrong_every: int = 0) -> ScriptedPairJudge:
+    """A judge that answers from the labels (the texts are root cause + fix, as the pass
+    hands them); `wrong_every=n`: the answer is flipped for one pair in n (by a hash)."""
+    label = {f"{i.draft.root_cause} {i.draft.fix}": i.label for i in items}
+
+    def decide(first: str, second: str) -> Verdict:
+        same = label[first] == label[second]
+        pair = "\n".join(sorted((first, second))).encode()
+        return (not same) if wrong_every and zlib.crc32(pair) % wrong_every == 0 else same
+
+    return ScriptedPairJudge(decide)
+
+
+def judge_for(
+    method: Method, items: Sequence[Labelled], model: PairJudge | None
+) -> PairJudge | None:
+    if method == "+ judge: oracle":
+        return oracle(items)
+    if method == "+ judge: oracle, 10% wrong":
+        return oracle(items, wrong_every=10)
+    return model if method == "+ judge: model" else None
+
+
 def measure(
-    name: str, half: Literal["odd", "even"], items: Sequence[Labelled], embedder: Embedder
+    name: str,
+    half: Literal["odd", "even"],
+    items: Sequence[Labelled],
+    embedder: Embedder,
+    model: PairJudge | None = None,
 ) -> list[Quality]:
     out = []
-    for method, config in METHODS.items():
+    methods = dict(METHODS)
+    if model is not None:
+        methods["+ judge: model"] = ConsolidationConfig()
+    for method, config in methods.items():
+        judge = judge_for(method, items, model)
+        asked = judge.asked if judge else 0
         with Memory.in_memory(embedder, dedup_similarity=1.01) as memory:
             results = memory.add_many([i.draft for i in items])
             label_of = {
                 r.lesson.id: i.label for r, i in zip(results, items, strict=True) if r.lesson
             }
             merges = (
-                0 if config is None else len(consolidate(memory, llm=None, config=config).merges)
+                0
+                if config is None
+                else len(consolidate(memory, llm=None, config=config, judge=judge).merges)
             )
             purity, dup, active = quality(memory, label_of)
         out.append(
             Quality(labelled_set=name, half=half, method=method, lessons=len(items),
                     labels=len({i.label for i in items}), active=active, merges=merges,
-                    purity=round(purity, 4), duplicate_rate=round(dup, 4))
+                    purity=round(purity, 4), duplicate_rate=round(dup, 4),
+                    calls=(judge.asked - asked) if judge else 0)
         )  # fmt: skip
     return out
+
+
+def model_judge(spec: str | None) -> PairJudge | None:
+    if spec is None:
+        return None
+    from agent.app.settings import Settings
+    from agent.llm.resolve import resolve_llm
+
+    return ModelPairJudge(resolve_llm(spec, Settings.from_env(model=spec)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--embedder", choices=("minilm", "hash"), default="minilm")
     parser.add_argument("--out", type=Path, default=None, help="JSON output file")
+    parser.add_argument("--judge-model", default=None, help="model spec for the band's judge")
+    parser.add_argument("--sets", nargs="+", choices=("paraphrase", "cross_types"),
+                        default=["paraphrase", "cross_types"])  # fmt: skip
     args = parser.parse_args(argv)
+    model = model_judge(args.judge_model)
     embedder: Embedder = MiniLMEmbedder() if args.embedder == "minilm" else HashEmbedder()
     start = time.monotonic()
     rows: list[Quality] = []
-    for name, items in (("paraphrase", paraphrases()), ("cross_types", cross_types())):
-        for half, part in halves(items).items():
-            rows += measure(name, half, part, embedder)
+    sets = {"paraphrase": paraphrases, "cross_types": cross_types}
+    for name in args.sets:
+        for half, part in halves(sets[name]()).items():
+            rows += measure(name, half, part, embedder, model)
     table = Table(title=f"Consolidation quality, one pass without a model ({embedder.model_id})")
     for column in ("set", "half", "method", "lessons", "labels", "merges", "active", "purity",
-                   "duplicate rate"):  # fmt: skip
+                   "duplicate rate", "calls"):  # fmt: skip
         table.add_column(column)
     for r in rows:
         counts = (str(r.lessons), str(r.labels), str(r.merges), str(r.active))
         table.add_row(r.labelled_set, r.half, r.method, *counts, f"{r.purity:.3f}",
-                      f"{r.duplicate_rate:.3f}")  # fmt: skip
+                      f"{r.duplicate_rate:.3f}", str(r.calls))  # fmt: skip
     console = Console(width=None if sys.stdout.isatty() else 140)
     console.print(table)
     out = (

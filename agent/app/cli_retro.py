@@ -51,7 +51,8 @@ def _print_report(report: ConsolidationReport) -> None:
         f"[bold]consolidation[/] {'full' if report.full else 'incremental'}: "
         f"{report.new_lessons} new lessons in {report.buckets} buckets -> "
         f"{len(report.merges)} merges ({report.conflicts} conflicts, {report.fallbacks} "
-        f"without the model){' [yellow]stopped early[/]' if report.stopped_early else ''}"
+        f"without the model, {report.judged} uncertain pairs judged)"
+        f"{' [yellow]stopped early[/]' if report.stopped_early else ''}"
     )
     out.print(
         f"[dim]embed {report.seconds_embed:.2f}s, cluster {report.seconds_cluster:.2f}s, "
@@ -72,6 +73,9 @@ def consolidate_cmd(
     use_model: Annotated[
         bool, typer.Option("--model/--no-model", help="Model writes canonicals")
     ] = True,
+    judge: Annotated[
+        bool, typer.Option("--judge/--no-judge", help="Model checks uncertain pairs")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Merge lessons that share a root cause (reversible: --undo MERGE_ID)."""
@@ -86,7 +90,9 @@ def consolidate_cmd(
                     out.print(f"undone {record.id}: {len(record.member_ids)} lessons restored")
                 return
             consolidator = Consolidator(
-                memory, llm=_llm(settings, use_model), config=ConsolidationConfig(full=full)
+                memory,
+                llm=_llm(settings, use_model),
+                config=ConsolidationConfig(full=full, judge_uncertain=judge),
             )
 
             def show(report: ConsolidationReport) -> None:

@@ -29,3 +29,9 @@ def test_merge_prompt_renders_every_lesson() -> None:
     assert "1. symptom: s1" in text and "fix: f2" in text and "applies when: -" in text
     for field in ("symptom", "root_cause", "fix", "applies_when"):
         assert f'"{field}"' in prompts.MERGE_SYSTEM
+
+
+def test_same_cause_prompt_renders_both_lessons_and_names_the_answer_field() -> None:
+    text = prompts.render_same_cause("grouping commas in 1,200", "decimal comma in 21,4")
+    assert text.index("grouping commas") < text.index("decimal comma")
+    assert '"same"' in prompts.SAME_CAUSE_SYSTEM
