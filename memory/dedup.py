@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from memory.matchtext import match_text
+
 Vector = NDArray[np.float32]
 
 
@@ -23,8 +25,9 @@ def dedup_text(root_cause: str, fix: str) -> str:
 
 
 def index_text(symptom: str, root_cause: str) -> str:
-    """The document embedded into the recall index: what a query will resemble."""
-    return f"{symptom}\n{root_cause}"
+    """The document the recall index embeds and BM25 indexes: what a query will resemble,
+    without the template it shares with every other symptom (`memory.matchtext`)."""
+    return match_text(f"{symptom}\n{root_cause}")
 
 
 def pack(vector: Sequence[float]) -> bytes:

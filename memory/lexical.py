@@ -2,7 +2,8 @@
 
 The vector index finds lessons by meaning; BM25 finds the ones that share rare words with the
 query (an exception name, `utf-8-sig`, a format string). Recall fuses both rankings (see
-`memory.recall`). The text is the one the vector index embeds: symptom + root cause.
+`memory.recall`). The text is the one the vector index embeds: symptom + root cause without
+their template (`memory.dedup.index_text`), and queries are read the same way.
 
 Why in process rather than in the database: SQLite has FTS5 and PostgreSQL has tsvector, but
 they tokenise and rank differently, and the contract suite runs one behaviour on both. A
@@ -35,6 +36,7 @@ from sqlmodel import Session, col, select
 from memory import counts
 from memory.db import Database
 from memory.dedup import index_text
+from memory.matchtext import match_text
 from memory.schema import LessonRow
 
 RECALLABLE = ("candidate", "validated")
@@ -355,7 +357,9 @@ class LexicalIndex:
 
         Each scope has its own word statistics; a lesson lives in one scope, so the scores of
         two scopes are simply put side by side. `top(n)` gives the best without sorting all.
+        The query is compared as the lessons are indexed: through `memory.matchtext`.
         """
+        query = match_text(query)
         parts: list[_Part] = []
         unique = list(dict.fromkeys(scopes))
         with self._lock:  # scoring reads the postings a concurrent refresh would write

@@ -7,6 +7,9 @@ lesson texts (`memory.lexical`), in the query's scopes, recallable (SQL has the 
 each with its cosine similarity to the query. A candidate below `min_similarity` is never
 recalled, whatever its words: the cut is what lets an unrelated task get no lesson.
 
+Text: the query and the lessons are compared without the template they share (the kind, the
+error type, locations, the feedback's labels: `memory.matchtext`), by both indexes.
+
 Error types: when the query names some (the loop sends the exception name and the feedback
 kind at reflection), recall answers only if at least one lesson of those types passes the cut
 (memory has seen this kind of failure; a lesson merged across error types counts under the
@@ -73,6 +76,7 @@ from memory.dedup import Vector, cosine, unpack
 from memory.embeddings import Embedder
 from memory.index import Hit, LessonIndex
 from memory.lexical import RECALLABLE, LexicalIndex
+from memory.matchtext import match_text
 from memory.render import estimate_tokens, render_lessons
 from memory.schema import LessonRow, ReviewRow, to_lesson, utcnow
 from memory.types import Lesson, LessonQuery, ScoredLesson
@@ -396,7 +400,8 @@ def recall(
     """Lessons for `query`, best first; empty when nothing is similar enough."""
     if query.token_budget <= 0 or not query.text.strip():
         return []
-    views = [query.text, *(v for v in query.surface if v.strip())]
+    # Compared as lessons are indexed: without the template the two share (memory.matchtext).
+    views = [match_text(query.text), *(match_text(v) for v in query.surface if v.strip())]
     search = _Search(query, embedder.embed(views), index, lexical, db, candidate_cut(query, config))
     found = _gather(search, max(config.candidate_pool, query.limit * 4), query.limit)
     if not found or not passes_seed_gate(query, found, config):

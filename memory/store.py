@@ -173,6 +173,10 @@ class Memory:
         )
         if stale or index.was_reset:
             memory.reindex(reembed=True)
+        elif wiring.index_text_outdated(db):
+            # Embedded from another text (memory.matchtext): re-embed the index documents;
+            # the dedup vectors (root cause + fix) did not change.
+            memory.reindex()
         wiring.save_model(db, embedder)
         return memory
 

@@ -11,9 +11,11 @@ from memory.db import Database, sql_url
 from memory.embeddings import Embedder
 from memory.errors import MemoryConfigError
 from memory.index import embedded_client, http_client
+from memory.matchtext import INDEX_TEXT_VERSION
 from memory.schema import LessonRow, MetaRow
 
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+INDEX_TEXT_KEY = "index_text_version"
 
 
 def locations(url_or_path: str, chroma_path: str | Path | None) -> tuple[str, Path | None]:
@@ -94,11 +96,31 @@ def holds_lessons(db: Database) -> bool:
         return session.exec(select(LessonRow.id).limit(1)).first() is not None
 
 
+def stored_index_text_version(db: Database) -> int | None:
+    """The `memory.matchtext.INDEX_TEXT_VERSION` the index was built with; None before
+    versions were recorded (version 1: symptom + root cause as written)."""
+    with db.read() as session:
+        row = session.get(MetaRow, INDEX_TEXT_KEY)
+        return int(row.value) if row is not None else None
+
+
+def index_text_outdated(db: Database) -> bool:
+    """Whether the index holds lessons embedded from another index text: rebuild it.
+
+    Older or missing: written before the text changed. Newer (a newer lessonloop wrote it):
+    rebuilt too, because this code's queries are read by this code's rules, and the record
+    then says so (a newer lessonloop rebuilds it again). The index is derived from SQL, so a
+    rebuild is always right, only slow."""
+    return stored_index_text_version(db) != INDEX_TEXT_VERSION and holds_lessons(db)
+
+
 def save_model(db: Database, embedder: Embedder) -> None:
+    """Record the embedding model and the index text version the index now holds."""
     with db.write(lock_scope="__meta__") as session:
         for key, value in (
             ("embedding_model", embedder.model_id),
             ("embedding_dim", str(embedder.dim)),
+            (INDEX_TEXT_KEY, str(INDEX_TEXT_VERSION)),
         ):
             row = session.get(MetaRow, key, with_for_update=True)
             if row is None:

@@ -54,6 +54,7 @@ from agent.queries import error_types
 from agent.sandbox import Limits, Sandbox
 from memory import Embedder, HashEmbedder, LessonDraft, LessonQuery, Memory, MiniLMEmbedder, lexical
 from memory.dedup import index_text
+from memory.matchtext import match_text
 from memory.quality import RankingMetrics, no_lesson_rate, ranking_metrics
 from memory.types import RecallStage
 from scripts._benchlib import REPO, round_robin, write_json_atomic
@@ -231,7 +232,8 @@ class BM25Ranker:
         self.use_types = use_types
 
     def rank(self, query: Query) -> list[tuple[str, float]]:
-        found = self.bm25.scores(query.text)  # only lessons sharing a word, all > 0
+        # Read like the documents (memory.matchtext), as recall's own BM25 reads it.
+        found = self.bm25.scores(match_text(query.text))  # only lessons sharing a word, all > 0
         scored = [
             (lesson.id, round(found[lesson.id], 4))
             for lesson in self.lessons

@@ -1,0 +1,153 @@
+"""What recall compares: symptoms and queries without their shared template (memory.matchtext)."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from agent.feedback import Feedback, FeedbackKind
+from memory import HashEmbedder, LessonDraft, LessonQuery, Memory
+from memory.dedup import index_text
+from memory.matchtext import FEEDBACK_KINDS, match_text
+from retrospectives.facts import symptom_of
+
+CRASH = Feedback(
+    kind="runtime_error",
+    stage="execution",
+    summary="Traceback ...",
+    error_type="ValueError",
+    location="solution.py:8",
+    key_message="ValueError: could not convert string to float: '$860.45'",
+    failing_example="total += float(row['amount'])",
+    input_evidence="values of column 'amount' in invoices.csv: '$860.45', '$4,332.59'",
+)
+TEMPLATE_WORDS = ("runtime error", "runtime_error", "kind", "where", "solution.py", "ValueError")
+TEMPLATE_LABELS = ("message:", "in the input:", "failing example:")
+
+
+def test_the_kinds_are_the_agents_feedback_kinds() -> None:
+    assert set(FEEDBACK_KINDS) == set(typing.get_args(FeedbackKind))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [symptom_of(CRASH), CRASH.compressed()],
+    ids=["lesson symptom (retrospectives.facts)", "reflection query (Feedback.compressed)"],
+)
+def test_both_sides_lose_the_template_and_keep_the_content(text: str) -> None:
+    out = match_text(text)
+    for word in (*TEMPLATE_WORDS, *TEMPLATE_LABELS):
+        assert word not in out
+    assert "could not convert string to float: '$860.45'" in out
+    assert "values of column 'amount' in invoices.csv: '$860.45', '$4,332.59'" in out
+
+
+def test_the_lesson_and_the_query_of_one_failure_meet_on_the_same_words() -> None:
+    # The symptom carries no failing example when it has input evidence (symptom_of).
+    query = match_text(CRASH.compressed()).replace("total += float(row['amount'])\n", "")
+    assert match_text(symptom_of(CRASH)) == query.replace("\n", " (", 1) + ")"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("check failed: totals differ for 'ACME'", "totals differ for 'ACME'"),
+        ("check_failed: totals differ", "totals differ"),
+        ("syntax error SyntaxError at main.py:3: invalid syntax", "invalid syntax"),
+        ("timeout (failing example: while True: pass)", "(while True: pass)"),
+        ("kind: check_failed\nissue: day 3 lacks a budget", "day 3 lacks a budget"),
+        ("message: json.decoder.JSONDecodeError: Unexpected UTF-8 BOM", "Unexpected UTF-8 BOM"),
+        ("IndexError: list index out of range", "list index out of range"),
+        ("StopIteration: empty reader", "empty reader"),
+        ('File "/tmp/ws/solution.py", line 12, in main\nx = 1', "x = 1"),
+        ("bad JSON (line 1, column 1)", "bad JSON"),
+        ("raised in lib/parse.py:40:7 on load", "raised in on load"),
+    ],
+)
+def test_structure_goes(text: str, expected: str) -> None:
+    assert match_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A capitalised word before a colon is content unless it names an exception.
+        "Expecting value: the file is empty",
+        "Totals: wrong for 'ACME'",
+        # Kind words that are not a header: prose, code, a goal with its input's head.
+        "Timeout occurs because the loop never ends",
+        "int(qty) fails on the header row; call total() once",
+        "Write solution.py that reads invoices.csv\n--- invoices.csv ---\nclient,amount",
+    ],
+)
+def test_content_stays(text: str) -> None:
+    assert match_text(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "runtime error KeyError at solution.py:5: KeyError: 'quantity'",
+        "runtime error KeyError: 'quantity'",
+        "kind: runtime_error (KeyError)\nwhere: solution.py:5\nmessage: KeyError: 'quantity'",
+    ],
+)
+def test_a_bare_value_keeps_its_exception_name(text: str) -> None:
+    # "KeyError: 'quantity'" says what happened only through its type.
+    assert match_text(text) == "KeyError 'quantity'"
+
+
+def test_a_text_that_is_only_template_is_kept_as_it_was() -> None:
+    only = "kind: runtime_error (ValueError)\nwhere: solution.py:8"
+    assert match_text(only) == only
+
+
+def test_the_index_document_is_the_matched_text() -> None:
+    doc = index_text(symptom_of(CRASH), "amounts carry a currency sign")
+    assert doc.endswith("\namounts carry a currency sign")
+    assert "runtime error" not in doc and "solution.py" not in doc
+
+
+def test_recall_compares_the_matched_query_with_the_matched_document() -> None:
+    """Two lessons, one sharing only the template with the query, one its content.
+
+    As written, the template-sharer is closer (more shared words); as matched, it shares
+    nothing and the content-sharer is the only lesson above the cut."""
+    embedder = HashEmbedder()
+    same_frame = LessonDraft(
+        scope="demo",
+        error_type="ValueError",
+        symptom="runtime error ValueError at solution.py:8: ValueError: 'qty' header row",
+        root_cause="header row parsed as data",
+        fix="skip the header",
+    )
+    same_content = LessonDraft(
+        scope="demo",
+        error_type="ValueError",
+        symptom="could not convert string to float '$4,332.59' currency amount",
+        root_cause="currency sign in amount",
+        fix="strip '$' and ','",
+    )
+    query_text = (
+        "kind: runtime_error (ValueError)\nwhere: solution.py:8\n"
+        "message: ValueError: could not convert string to float: '$860.45' amount"
+    )
+    raw = embedder.embed([query_text, *(f"{d.symptom}\n{d.root_cause}" for d in (same_frame,))])
+    raw_frame = sum(a * b for a, b in zip(raw[0], raw[1], strict=True))
+    assert raw_frame > 0.3  # as written, the frame alone would pass a 0.3 cut
+    with Memory.in_memory(embedder, min_similarity=0.3) as memory:
+        stored = [r.lesson for r in memory.add_many([same_frame, same_content])]
+        assert stored[0] is not None and stored[1] is not None
+        frame_id, content_id = stored[0].id, stored[1].id
+        query = LessonQuery(
+            text=query_text, scope="demo", error_types=("ValueError", "runtime_error"), limit=3
+        )
+        hits = memory.recall(query)
+        assert [h.lesson.id for h in hits] == [content_id]
+        vectors = embedder.embed(
+            [match_text(query_text), index_text(same_content.symptom, same_content.root_cause)]
+        )
+        expected = sum(a * b for a, b in zip(vectors[0], vectors[1], strict=True))
+        assert hits[0].similarity == pytest.approx(expected, abs=1e-5)
+        assert frame_id not in memory.bm25_scores(query_text, ["demo"])
