@@ -31,10 +31,11 @@ if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
         allow_module_level=True,
     )
 
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
-from selenium.webdriver.support.ui import Select  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +143,10 @@ def _approve_deprecate(driver: WebDriver, base: str, s: Seeded) -> None:
     fix.clear()
     fix.send_keys(f"read the 'ts' field; {EDITED}")
     driver.find_element(By.CSS_SELECTOR, "#edit button").click()
-    assert EDITED in driver.find_element(By.ID, "fix").text
+    # The post reloads the page: read the new one, not the old one mid-navigation.
+    WebDriverWait(driver, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: EDITED in d.find_element(By.ID, "fix").text
+    )
     shot(driver, "lesson")
     driver.get(f"{base}/lessons/{s.to_deprecate}")
     click_and_confirm(driver, ".actions button.danger")
