@@ -62,6 +62,7 @@ sys.path.insert(0, str(REPO))
 from memory import LessonDraft, LessonQuery, Memory, MiniLMEmbedder  # noqa: E402
 from memory.dedup import dedup_text, index_text  # noqa: E402
 from memory.embeddings import MINILM_DIM, MINILM_MODEL_ID  # noqa: E402
+from memory.matchtext import match_text  # noqa: E402
 
 SCOPES = [f"proj-{i:02d}" for i in range(20)]
 COLS = ["price", "amount", "total", "unit_cost", "revenue", "balance", "fee", "salary"]
@@ -238,6 +239,7 @@ def build_table(
     table: dict[str, np.ndarray] = {}
     if args.exact:
         for texts in (idx_texts, ded_texts, queries):
+            texts = [match_text(t) for t in texts] if texts is queries else texts
             for t, v in zip(texts, minilm.embed(texts), strict=True):
                 table[t] = np.asarray(v, dtype=np.float32)
         return table
@@ -252,7 +254,8 @@ def build_table(
         table[it] = _jitter(p_idx[j], rng)
         table[dt] = _jitter(p_ded[j], rng)
     for k, q in enumerate(queries):
-        table[q] = _jitter(p_idx[k % args.pool], rng, sigma=0.035)
+        # Recall embeds the query as it compares it (memory.matchtext).
+        table[match_text(q)] = _jitter(p_idx[k % args.pool], rng, sigma=0.035)
     return table
 
 
