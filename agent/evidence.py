@@ -172,7 +172,10 @@ def _loosely(name: str) -> str:
 
 
 def _shape(value: str) -> str:
-    """Digits become 9 and letters a, runs collapsed: '$4,332.59' -> '$9,9.9'."""
+    """Digits become 9 and letters a, runs collapsed: '$4,332.59' -> '$9,9.9'.
+
+    Spaces and the currency sign stay: ' $99.65 ' and '€99.65' are other formats to show the
+    refiner. `memory.lexical.shape` is the coarser form recall matches across tasks."""
     shape = re.sub(r"\d+", "9", value)
     return re.sub(r"[^\W\d_]+", "a", shape)
 
