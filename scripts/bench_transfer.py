@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.table import Table
 
+from agent.feedback import Feedback
 from agent.llm.base import LLM
 from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import Limits, Sandbox
@@ -55,6 +56,10 @@ class Case(BaseModel):
     passed_without: int
     tokens_with: int
     tokens_without: int
+    # Each sample's verdict (greedy first): "success" or the failure's kind and message, so
+    # the table can say whether B failed on the trap or on ordinary logic.
+    outcomes_with: tuple[str, ...]
+    outcomes_without: tuple[str, ...]
     seconds: float
 
 
@@ -68,18 +73,36 @@ def pairs(task_dirs: Sequence[Path], families: Sequence[str] | None) -> list[tup
     return [(groups[f][0], groups[f][1]) for f in wanted if len(groups.get(f, [])) >= 2]
 
 
-def first_rounds(
-    llm: LLM, task: Task, recall: Recall, sandbox: Sandbox, k: int
-) -> tuple[int, int, int]:
-    """(passed, tokens, samples whose seed recall injected something) over 1 greedy + k hot."""
+class Rounds(BaseModel):
+    """Task B's first rounds under one condition: 1 greedy + k hot samples."""
+
+    model_config = ConfigDict(frozen=True)
+
+    passed: int
+    tokens: int
+    recalled: int  # samples whose seed recall injected something
+    outcomes: tuple[str, ...]
+
+
+def outcome(feedback: Feedback) -> str:
+    if feedback.passed:
+        return "success"
+    detail = feedback.key_message or feedback.summary
+    kind = f"{feedback.kind} {feedback.error_type}" if feedback.error_type else feedback.kind
+    return f"{kind}: {detail}"[:160]
+
+
+def first_rounds(llm: LLM, task: Task, recall: Recall, sandbox: Sandbox, k: int) -> Rounds:
     passed = tokens = recalled = 0
+    outcomes: list[str] = []
     for i in range(k + 1):
         config = LoopConfig(max_rounds=1, temperature=0.0 if i == 0 else 0.8)
         result = ReflectiveAgent(llm, recall=recall, sandbox=sandbox, config=config).run(task)
         passed += result.passed
         tokens += result.usage.total_tokens
         recalled += bool(result.recalled_lesson_ids)
-    return passed, tokens, recalled
+        outcomes.append(outcome(result.rounds[0].feedback))
+    return Rounds(passed=passed, tokens=tokens, recalled=recalled, outcomes=tuple(outcomes))
 
 
 def run_case(a: Task, b: Task, llm: LLM, sandbox: Sandbox, k: int) -> Case:
@@ -96,9 +119,10 @@ def run_case(a: Task, b: Task, llm: LLM, sandbox: Sandbox, k: int) -> Case:
     without = first_rounds(llm, b, NullRecall(), sandbox, k)
     return Case(
         family=family_of(a), task_a=a.id, task_b=b.id, lesson=lesson,
-        recalled=with_lesson[2], samples=k + 1,
-        passed_with=with_lesson[0], passed_without=without[0],
-        tokens_with=with_lesson[1], tokens_without=without[1],
+        recalled=with_lesson.recalled, samples=k + 1,
+        passed_with=with_lesson.passed, passed_without=without.passed,
+        tokens_with=with_lesson.tokens, tokens_without=without.tokens,
+        outcomes_with=with_lesson.outcomes, outcomes_without=without.outcomes,
         seconds=round(time.monotonic() - started, 1),
     )  # fmt: skip
 
@@ -126,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"(recalled {case.recalled}) without {case.passed_without}/{case.samples} "
             f"{case.seconds:6.0f} s  lesson: {case.lesson[:90]}"
         )
+        for label, outcomes in (("with", case.outcomes_with), ("without", case.outcomes_without)):
+            console.print(f"    {label:<8} " + " | ".join(o[:70] for o in outcomes))
         write_json_atomic(a.out, {"model": llm.model_id, "k": a.k, "cases": [
             c.model_dump(mode="json") for c in cases]})  # fmt: skip
     table = Table(title=f"first round of task B, {llm.model_id}")
