@@ -262,6 +262,9 @@ def extract(
 _CODE_SPAN = re.compile(r"`([^`\n]{3,})`")
 # Marks the verified code change in a lesson's fix (benchmarks count verified lessons by it).
 CHANGE_MARK = "verified change:"
+# A lesson's fix at most, and the verified change's share of it (whole lines; facts.py).
+_FIX_CHARS = 500
+_CHANGE_CHARS = 300
 
 
 def verified(step: FailureStep) -> bool:
@@ -289,10 +292,15 @@ def contradicts(fix: str, result: RunResult, step: FailureStep) -> bool:
 
 def with_change(fix: str, diff: str) -> str:
     """`fix` followed by the verified code change (once), so a prompt shows what worked."""
-    change = diff_summary(diff, limit=240)
+    change = diff_summary(diff, limit=_CHANGE_CHARS)
     if not change or CHANGE_MARK in fix:
         return fix
-    return _clip(f"{fix.rstrip('. ')}. {CHANGE_MARK} {change}", 500)
+    prose = fix.strip().rstrip(". ")
+    tail = f"{CHANGE_MARK} {change}"
+    if not prose:
+        return tail
+    # The prose gives way, not the change: it is the part that was checked.
+    return _clip(prose, _FIX_CHARS - len(tail) - 2).rstrip(". ") + ". " + tail
 
 
 def _squash(text: str) -> str:
@@ -322,11 +330,7 @@ def deterministic_advice(result: RunResult, step: FailureStep) -> Advice:
     if removed:
         when += f" on code like `{removed[:120]}`"
     if step.resolved:
-        change = diff_summary(step.diff, limit=240)
-        fix = "; ".join(
-            p for p in (step.fix_note, f"{CHANGE_MARK} {change}" if change else "") if p
-        )
-        fix = fix or "rewrite the failing part"
+        fix = with_change(step.fix_note or "", step.diff) or "rewrite the failing part"
     else:
         tried = tried_fixes(result, step)
         fix = "not found in this run" + (

@@ -131,22 +131,46 @@ def candidate_diff(before: Candidate, after: Candidate, max_lines: int = 40) -> 
 def diff_summary(diff: str, *, limit: int = 300) -> str:
     """A one-line account of a diff: "replace `a` with `b`", "add `c`"; "" for no change.
 
-    Comments, docstrings and bare string lines are skipped: they say what code does, the
-    code lines are the change itself.
+    Comments, docstrings, bare string lines and bare block keywords (`try:`, `else:`) are
+    skipped: the code lines that remain are the change itself. Lines are kept whole, in
+    order, as many as fit in `limit` (the removed side gets about a third of it), and a
+    side that had more says how many lines it left out; a lesson that shows half a statement
+    teaches the model to copy half a statement.
     """
-    removed = [ln[1:].strip() for ln in diff.splitlines() if _is_change(ln, "-")]
-    added = [ln[1:].strip() for ln in diff.splitlines() if _is_change(ln, "+")]
-    removed, added = [r for r in removed if _is_code(r)][:3], [a for a in added if _is_code(a)][:3]
-    old, new = "; ".join(f"`{r}`" for r in removed), "; ".join(f"`{a}`" for a in added)
-    if removed and added:
-        text = f"replace {old} with {new}"
-    elif added:
-        text = f"add {new}"
-    elif removed:
-        text = f"remove {old}"
-    else:
+    removed, added = _code_lines(diff, "-"), _code_lines(diff, "+")
+    if not removed and not added:
         return ""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    # The removed side gets a third of the room, or its first line whole up to half of it.
+    share = min(max(limit // 3, len(removed[0]) + 2), limit // 2) if removed else 0
+    old = _whole_lines(removed, share if added else limit)
+    new = _whole_lines(added, limit - len(old) - len("replace  with "))
+    if removed and added:
+        return f"replace {old} with {new}"
+    return f"add {new}" if added else f"remove {old}"
+
+
+def _code_lines(diff: str, sign: str) -> list[str]:
+    lines = (ln[1:].strip() for ln in diff.splitlines() if _is_change(ln, sign))
+    return [ln for ln in lines if _is_code(ln)]
+
+
+def _whole_lines(lines: Sequence[str], budget: int) -> str:
+    """`a`; `b` for as many of `lines` as fit in `budget`, then "(+N lines)"; at least one."""
+    shown: list[str] = []
+    used = 0
+    for line in lines:
+        piece = f"`{line}`"
+        if shown and used + len(piece) + 2 > budget - len("; (+99 lines)"):
+            break
+        if len(piece) > budget:  # one line longer than the whole budget: the first, cut
+            piece = f"`{line[: max(budget - 5, 20)]}...`"
+        shown.append(piece)
+        used += len(shown[-1]) + 2
+    rest = len(lines) - len(shown)
+    return "; ".join(shown) + (f"; (+{rest} lines)" if rest else "")
+
+
+_BARE_KEYWORDS = frozenset({"try:", "else:", "finally:", "except:", "pass"})
 
 
 def _is_code(line: str) -> bool:
@@ -155,6 +179,8 @@ def _is_code(line: str) -> bool:
     A dict entry such as `"total": sum(...),` starts with a string and is code.
     """
     if not line or line.startswith("#") or line.startswith(('"""', "'''")):
+        return False
+    if line in _BARE_KEYWORDS:
         return False
     try:
         tree = ast.parse(line)

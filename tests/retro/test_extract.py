@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import pytest
@@ -237,6 +238,45 @@ def test_verified_change_keeps_code_that_starts_with_a_string() -> None:
         'replace `"total": sum(float(r["amount"]) for r in rows),` with '
         '`"total": sum(float(r["amount"].lstrip("$")) for r in rows),`'
     )
+
+
+def test_verified_change_shows_whole_lines_and_counts_the_rest() -> None:
+    from retrospectives.facts import diff_summary
+
+    added = [
+        'with open(path, "rb") as f:',
+        "raw = f.read()",
+        "try:",
+        'return raw.decode("utf-8")',
+        "except UnicodeDecodeError:",
+        'return raw.decode("cp1252")',
+    ]
+    diff = '-    with open(path, encoding="utf-8") as f:\n-    return f.read()\n' + "".join(
+        f"+    {line}\n" for line in added
+    )
+    text = diff_summary(diff, limit=300)
+    # The decode fallback, past the third line, is shown; the bare `try:` is not.
+    assert 'return raw.decode("cp1252")' in text and "`try:`" not in text
+    assert "..." not in text and "(+" not in text
+
+    short = diff_summary(diff, limit=120)
+    assert short.endswith("lines)") and "..." not in short
+    shown = short.count("`") // 2
+    counted = sum(int(n) for n in re.findall(r"\(\+(\d+) lines\)", short))
+    assert shown >= 2 and shown + counted == 2 + 5  # each code line shown or counted, once
+
+
+def test_a_long_fix_gives_way_to_the_verified_change() -> None:
+    from retrospectives.extract import CHANGE_MARK, with_change
+
+    diff = "-    return float(text)\n+    return float(text.replace('$', '').replace(',', ''))\n"
+    fix = with_change("Strip the symbols first. " * 40, diff)
+    assert len(fix) <= 500
+    assert fix.endswith(
+        f"{CHANGE_MARK} replace `return float(text)` with "
+        "`return float(text.replace('$', '').replace(',', ''))`"
+    )
+    assert with_change("", diff).startswith(CHANGE_MARK)
 
 
 def test_quoting_the_replaced_code_is_no_contradiction() -> None:
