@@ -49,12 +49,13 @@ from rich.table import Table
 
 from agent.app.settings import Settings
 from agent.candidate import Candidate
+from agent.container import Limits
 from agent.errors import BackendError, ConfigurationError
 from agent.llm.base import LLM, Completion, M, Message, Usage
 from agent.llm.resolve import resolve_llm
 from agent.loop import LoopConfig, LoopEvent, ReflectiveAgent
 from agent.result import RoundRecord, RunResult
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from agent.task import Task
 from memory.types import NullRecall
 

@@ -49,9 +49,10 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.classify import classify
+from agent.container import Limits
 from agent.loop import LoopConfig
 from agent.queries import error_types
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from memory import Embedder, HashEmbedder, LessonDraft, LessonQuery, Memory, MiniLMEmbedder, lexical
 from memory.dedup import index_text
 from memory.matchtext import match_text

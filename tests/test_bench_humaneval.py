@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from agent.container import Limits
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from memory.types import NullRecall
 from scripts.bench_humaneval import (
     SOLUTION,

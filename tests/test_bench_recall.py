@@ -6,7 +6,8 @@ from collections import Counter
 
 import pytest
 
-from agent.sandbox import Limits, Sandbox
+from agent.container import Limits
+from agent.sandbox import Sandbox
 from agent.task import load_task
 from memory import LessonQuery, Memory, MiniLMEmbedder
 from memory.quality import RankingMetrics, no_lesson_rate, ranking_metrics
