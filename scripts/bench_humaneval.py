@@ -41,6 +41,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+# Run as a file (`python scripts/bench_humaneval.py`, as the README shows) too.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
