@@ -34,8 +34,9 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from agent.container import SANDBOX_TASK_DIR
 from agent.feedback import Feedback, FeedbackKind
-from agent.sandbox import SANDBOX_TASK_DIR, ExecResult
+from agent.sandbox import ExecResult
 from agent.workspace import SANDBOX_WORKSPACE
 
 _MAX_FIELD = 300  # characters per Feedback field; the compression is the point

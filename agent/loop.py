@@ -13,6 +13,9 @@ passed, then how far the program got (ran and was wrong beats crashed beats did 
 parse), then the check's partial credit. A small model's greedy refiner often returns the
 same code, while a few samples contain the fix: the pool turns that pass@k into the loop's
 pass@1. The optional `token_budget` caps what one task may spend.
+
+This module runs the rounds (recall, generate, check, stop, the result); the search inside
+a refinement round (its draws, their checks, the ranking) is `agent.search.RoundSearch`.
 """
 
 from __future__ import annotations
@@ -32,16 +35,9 @@ from agent.checks import Checks, CriticMode
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
 from agent.queries import error_types, seed_query
-from agent.result import (
-    CandidateOrigin,
-    PoolEntry,
-    RoundAction,
-    RoundRecord,
-    RunResult,
-    StopReason,
-)
+from agent.result import PoolEntry, RoundAction, RoundRecord, RunResult, StopReason
 from agent.sandbox import Sandbox
-from agent.search import Pool, plan_draws, rank_feedback
+from agent.search import Chosen, RoundSearch, rank_feedback
 from agent.splice import programs_of, splice_repair
 from agent.stopping import decide_stop
 from agent.task import Task
@@ -70,11 +66,14 @@ class LoopConfig(BaseModel):
     max_tokens: int = 1024
 
 
+EventKind = Literal["recalled", "generated", "checked", "resampled", "stopped"]
+
+
 @dataclass(frozen=True)
 class LoopEvent:
     """Progress for a UI: one per step, with the cost of that step."""
 
-    kind: Literal["recalled", "generated", "checked", "resampled", "stopped"]
+    kind: EventKind
     round: int
     detail: str
     usage: Usage = field(default_factory=Usage)
@@ -125,11 +124,6 @@ class _Run:
         self.cfg = agent.config
         self.run_dir = agent.runs_dir / run_id if agent.runs_dir else None
         self.rounds: list[RoundRecord] = []
-        self.digests: set[str] = set()
-        self.tried: list[str] = []
-        # The previous round's second-best candidate and its checks: the hot refiner samples
-        # alternate between it and the best, so one base that misleads cannot take all of them.
-        self.runner_up: tuple[Candidate, tuple[Feedback, ...]] | None = None
         self.started = time.monotonic()
         # Tokens of refiner calls whose answers were never checked (all repeats).
         self.unrecorded_usage = Usage()
@@ -144,6 +138,7 @@ class _Run:
             critic_mode=self.cfg.critic,
             run_dir=self.run_dir,
         )
+        self.search = RoundSearch(self)
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -151,23 +146,23 @@ class _Run:
         text, surface = seed_query(self.task)
         lessons = self._recall("seed", text, (), surface)
         t0 = time.monotonic()
-        first, usage = self._generate(lessons)
-        self.agent._emit(LoopEvent("generated", 1, "generate", usage, time.monotonic() - t0))
-        self.digests.add(first.digest())
-        checks, check_usage = self._check_one(first, 1, 0)
+        first, usage = self.generate(lessons)
+        self.emit("generated", 1, "generate", usage, time.monotonic() - t0)
+        self.search.digests.add(first.digest())
+        checks, check_usage = self.check_one(first, 1, 0)
         self._append(1, "generate", (first, checks, usage + check_usage), (), t0, 0, lessons)
         while True:
             stop = self._stop_reason()
             if stop is not None:
                 return self._finish(stop)
-            if self._spent() >= (self.cfg.token_budget or float("inf")):
+            if self.spent() >= (self.cfg.token_budget or float("inf")):
                 return self._finish("budget")
             t0 = time.monotonic()
             last = self.rounds[-1]
             lessons = self._recall(
                 "reflection", last.feedback.compressed(), error_types(last.feedback)
             )
-            stop = self._search(last, lessons, t0)
+            stop = self._refine(last, lessons, t0)
             if stop is not None:
                 return self._finish(stop)
 
@@ -187,9 +182,7 @@ class _Run:
         if not passed:
             unresolved = best.feedback.issues or (best.feedback.compressed(),)
         usage = self._spent_usage()
-        self.agent._emit(
-            LoopEvent("stopped", len(self.rounds), f"{reason} (last: {final.kind})", usage)
-        )
+        self.emit("stopped", len(self.rounds), f"{reason} (last: {final.kind})", usage)
         return RunResult(
             run_id=self.run_id,
             task_id=self.task.id,
@@ -227,12 +220,10 @@ class _Run:
         if lessons:
             ids = [s.lesson.id for s in lessons]
             self.agent.recall.report_use(self.run_id, stage, ids)
-            self.agent._emit(
-                LoopEvent("recalled", len(self.rounds) + 1, f"{stage}: {', '.join(ids)}")
-            )
+            self.emit("recalled", len(self.rounds) + 1, f"{stage}: {', '.join(ids)}")
         return lessons
 
-    def _generate(
+    def generate(
         self,
         lessons: Sequence[ScoredLesson],
         *,
@@ -257,143 +248,32 @@ class _Run:
         )
         return parse_candidate(completion.text, self.task.output), completion.usage
 
-    def _search(
+    def repair(
+        self, base: Candidate, messages: Sequence[Message], *, temperature: float, seed: int
+    ) -> tuple[Candidate, Usage]:
+        completion = self.agent.refiner.complete(
+            messages, temperature=temperature, max_tokens=self.cfg.max_tokens, seed=seed
+        )
+        repaired = parse_candidate(completion.text, self.task.output)
+        return splice_repair(base, repaired, self.programs), completion.usage
+
+    def _refine(
         self, last: RoundRecord, lessons: Sequence[ScoredLesson], t0: float
     ) -> StopReason | None:
-        """Draw, check and rank the candidates of one refinement round and record the best.
+        """One refinement round: the search draws, checks and ranks, the best is recorded.
 
         Returns why the run must stop instead ("budget", or "stall" when no draw was new),
         else None.
         """
-        round_no = last.round + 1
-        messages = self._refiner_messages(last.candidate, last.checks, last.round, lessons)
-        alt_messages = (
-            self._refiner_messages(*self.runner_up, last.round, lessons)
-            if self.runner_up is not None
-            else messages
-        )
-        pool = Pool()
-        incomplete: tuple[Candidate, CandidateOrigin, float] | None = None
-        budget = self.cfg.token_budget or float("inf")
-        for draw, (origin, temperature) in enumerate(
-            plan_draws(
-                self.cfg,
-                has_output=bool(self.task.output),
-                has_runner_up=self.runner_up is not None,
-            )
-        ):
-            if len(pool.drawn) >= self.cfg.pool_size or pool.passed:
-                break
-            if self._spent() + pool.tokens >= budget:
-                break
-            drawn_at = time.monotonic()
-            if origin == "fresh":
-                feedback = last.feedback.compressed()
-                candidate, cost = self._generate(lessons, failure=feedback, temperature=temperature)
-            else:
-                completion = self.agent.refiner.complete(
-                    alt_messages if origin == "refine_alt" else messages,
-                    temperature=temperature,
-                    max_tokens=self.cfg.max_tokens,
-                    seed=draw,
-                )
-                repaired = (
-                    self.runner_up[0]
-                    if origin == "refine_alt" and self.runner_up
-                    else last.candidate
-                )
-                candidate, cost = (
-                    splice_repair(
-                        repaired,
-                        parse_candidate(completion.text, self.task.output),
-                        self.programs,
-                    ),
-                    completion.usage,
-                )
-            new = candidate.digest() not in self.digests
-            complete = all(name in candidate.files for name in self.task.output)
-            if not (new and complete):
-                pool.wasted += cost
-                pool.repeats += 1
-                incomplete = (candidate, origin, temperature) if new else incomplete
-                reason = "no output file" if new else "an earlier answer"
-                self.agent._emit(LoopEvent("resampled", round_no, f"{origin} gave {reason}"))
-                continue
-            self.agent._emit(
-                LoopEvent("generated", round_no, origin, cost, time.monotonic() - drawn_at)
-            )
-            self._take(pool, candidate, origin, temperature, cost, round_no)
-        if not pool.drawn and incomplete is not None:
-            # Only replies without the files: check one, so the rule check's "missing file"
-            # reaches the refiner (its tokens are already counted as wasted).
-            pool.repeats -= 1
-            self._take(pool, *incomplete, Usage(), round_no)
+        pool = self.search.draw(last, lessons)
         if not pool.drawn:
             self.unrecorded_usage += pool.wasted
-            return "budget" if self._spent() >= budget else "stall"
-        order = sorted(
-            range(len(pool.drawn)), key=lambda k: rank_feedback(pool.drawn[k][1][-1]), reverse=True
-        )
-        best = order[0]
-        self.runner_up = pool.drawn[order[1]][:2] if len(order) > 1 else None
-        entries = tuple(
-            e.model_copy(update={"chosen": k == best}) for k, e in enumerate(pool.entries)
-        )
-        total = sum((d[2] for d in pool.drawn), pool.wasted)
-        chosen = (pool.drawn[best][0], pool.drawn[best][1], total)
-        self._append(round_no, "refine", chosen, entries, t0, pool.repeats, lessons)
+            return "budget" if self.spent() >= (self.cfg.token_budget or float("inf")) else "stall"
+        chosen, entries = self.search.choose(pool)
+        self._append(last.round + 1, "refine", chosen, entries, t0, pool.repeats, lessons)
         return None
 
-    def _take(
-        self,
-        pool: Pool,
-        candidate: Candidate,
-        origin: CandidateOrigin,
-        temperature: float,
-        cost: Usage,
-        round_no: int,
-    ) -> None:
-        """Check a new candidate and add it to the round's pool."""
-        self.digests.add(candidate.digest())
-        if candidate.fix_note and origin != "fresh" and candidate.fix_note not in self.tried:
-            self.tried.append(candidate.fix_note)
-        checks, check_cost = self._check_one(candidate, round_no, len(pool.drawn))
-        pool.drawn.append((candidate, checks, cost + check_cost))
-        pool.entries.append(
-            PoolEntry(
-                origin=origin,
-                temperature=temperature,
-                kind=checks[-1].kind,
-                credit=checks[-1].credit,
-                tokens=(cost + check_cost).total_tokens,
-            )
-        )
-
-    def _refiner_messages(
-        self,
-        candidate: Candidate,
-        checks: tuple[Feedback, ...],
-        round_no: int,
-        lessons: Sequence[ScoredLesson],
-    ) -> list[Message]:
-        """The refiner's prompt for repairing `candidate`, judged by `checks` in `round_no`."""
-        verdict = checks[-1]
-        passed_external = any(c.stage == "execution" and c.passed for c in checks)
-        user = prompts.render_refiner(
-            goal=self.task.goal,
-            previous=prompts.render_files(candidate.files, candidate.text),
-            round_no=round_no,
-            feedback=verdict.compressed(),
-            kind=verdict.kind,
-            tried=self.tried,
-            lessons=render_lessons(lessons) if lessons else "",
-            passed_external=passed_external,
-            workspace=self.inputs,
-        )
-        system = prompts.REFINER_SYSTEM if self.task.output else prompts.REFINER_SYSTEM_TEXT
-        return [Message(role="system", content=system), Message(role="user", content=user)]
-
-    def _check_one(
+    def check_one(
         self, candidate: Candidate, round_no: int, index: int
     ) -> tuple[tuple[Feedback, ...], Usage]:
         started = time.monotonic()
@@ -402,22 +282,26 @@ class _Run:
         credit = (
             f" ({verdict.credit:.0%})" if verdict.credit is not None and not verdict.passed else ""
         )
-        self.agent._emit(
-            LoopEvent(
-                "checked",
-                round_no,
-                f"{verdict.stage}: {verdict.kind}{credit}",
-                usage,
-                time.monotonic() - started,
-            )
-        )
+        detail = f"{verdict.stage}: {verdict.kind}{credit}"
+        self.emit("checked", round_no, detail, usage, time.monotonic() - started)
         return tuple(checks), usage
+
+    def emit(
+        self,
+        kind: EventKind,
+        round_no: int,
+        detail: str,
+        usage: Usage | None = None,
+        seconds: float = 0.0,
+    ) -> None:
+        event = LoopEvent(kind, round_no, detail, Usage() if usage is None else usage, seconds)
+        self.agent._emit(event)
 
     def _append(
         self,
         round_no: int,
         action: RoundAction,
-        chosen: tuple[Candidate, tuple[Feedback, ...], Usage],
+        chosen: Chosen,
         pool: tuple[PoolEntry, ...],
         t0: float,
         resamples: int,
@@ -441,7 +325,7 @@ class _Run:
     def _spent_usage(self) -> Usage:
         return sum((r.usage for r in self.rounds), self.unrecorded_usage)
 
-    def _spent(self) -> int:
+    def spent(self) -> int:
         return self._spent_usage().total_tokens
 
 

@@ -44,29 +44,31 @@ limit is reported, never raised; only a broken sandbox raises `SandboxError`.
 
 Limits are applied with `prlimit` inside the container rather than `setrlimit` in a
 `preexec_fn`: `preexec_fn` may deadlock in a process that has threads (torch, chromadb).
+
+This module prepares each run's directory, runs its phases and reports them;
+`agent.container` builds the container itself (`Limits`, the bwrap command line, the
+environment).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import pwd
 import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from agent.capture import Capture, pump
+from agent.container import Limits, bwrap_argv, sandbox_env, unprivileged_ids
 from agent.errors import ConfigurationError, SandboxError
 from agent.workspace import (
-    SANDBOX_WORKSPACE,
     checked_relpath,
     chown_tree,
     make_world_readable,
@@ -77,35 +79,12 @@ from agent.workspace import (
 
 logger = logging.getLogger(__name__)
 
-# Where things appear inside the container. Fixed paths keep tracebacks free of random
-# temporary names, so the same failure looks the same on every attempt.
-SANDBOX_TASK_DIR = PurePosixPath("/task")
-
 # The log file keeps at most this much of each stream (head and tail).
 LOG_STREAM_BYTES = 512_000
 
-_ETC_ALLOWLIST = (
-    "alternatives", "ca-certificates", "fonts", "group", "host.conf", "hosts", "ld.so.cache",
-    "ld.so.conf", "ld.so.conf.d", "localtime", "mime.types", "nsswitch.conf", "os-release",
-    "passwd", "protocols", "python3", "python3.11", "services", "ssl", "timezone",
-)  # fmt: skip
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # One phase of a run: its result and the full captures the log is written from.
 _Phase = tuple["ExecResult", Capture, Capture]
 _EXIT_CODE = re.compile(rb'"exit-code"\s*:\s*(-?\d+)')
-
-
-class Limits(BaseModel):
-    """Resource limits for one run of a check command."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    cpu_s: int = Field(default=60, gt=0)
-    memory_mb: int = Field(default=1024, gt=0)  # address space (RLIMIT_AS), not RSS
-    file_size_mb: int = Field(default=64, gt=0)  # per file, also caps the /dev/shm tmpfs
-    max_procs: int = Field(default=256, gt=0)  # processes and threads of the sandbox user
-    output_bytes: int = Field(default=20_000, gt=0)  # per stream, kept in ExecResult
-    network: bool = False
 
 
 class ExecResult(BaseModel):
@@ -146,7 +125,7 @@ class Sandbox:
                 "code (Debian/Ubuntu: apt-get install bubblewrap)"
             )
         self._bwrap = bwrap
-        self._drop_to = _unprivileged_ids() if os.geteuid() == 0 else None
+        self._drop_to = unprivileged_ids() if os.geteuid() == 0 else None
         probe = self.run("exit 0", files={}, workspace=None, task_dir=None, timeout_s=30)
         if probe.exit_code != 0:
             raise SandboxError(f"sandbox self-test failed: {probe.stderr.strip()[:1000]}")
@@ -189,7 +168,7 @@ class Sandbox:
             has_task = task_dir is not None
             phases: list[_Phase] = []
             if program is not None:
-                env = _sandbox_env(task_dir_set=False)
+                env = sandbox_env(task_dir_set=False)
                 phases.append(self._execute(program, run_dir, False, env, timeout_s))
             first = phases[0][0] if phases else None
             removed: list[str] = []
@@ -199,7 +178,7 @@ class Sandbox:
                 removed = remove_escaping_links(run_dir / "workspace")
             if first is None or (first.exit_code == 0 and not first.timed_out):
                 left = timeout_s - (first.duration_s if first else 0.0)
-                env = _sandbox_env(task_dir_set=has_task, judging=first is not None)
+                env = sandbox_env(task_dir_set=has_task, judging=first is not None)
                 phases.append(
                     self._execute(
                         command, run_dir, has_task, env, max(left, 1.0), judging=first is not None
@@ -246,38 +225,6 @@ class Sandbox:
             for root in (ws, tmp, judge_tmp):
                 chown_tree(root, uid, gid)
 
-    def _argv(
-        self, command: str, run_dir: Path, has_task: bool, status_fd: int, judging: bool
-    ) -> list[str]:
-        lim = self.limits
-        argv = [self._bwrap, "--die-with-parent", "--new-session", "--unshare-pid"]
-        argv += ["--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
-        if not lim.network:
-            argv.append("--unshare-net")
-        if self._drop_to is None:
-            argv.append("--unshare-user")  # unprivileged: bwrap needs a user namespace
-        argv += _system_binds(lim.network)
-        argv += ["--proc", "/proc", "--dev", "/dev"]
-        argv += ["--perms", "1777", "--size", str(lim.file_size_mb << 20), "--tmpfs", "/dev/shm"]
-        # The checker gets a /tmp of its own: nothing the program left there is read as ours.
-        argv += ["--bind", str(run_dir / ("tmp-judge" if judging else "tmp")), "/tmp"]
-        # The checker's phase judges what the program left; it does not change it.
-        workspace_bind = "--ro-bind" if judging else "--bind"
-        argv += [workspace_bind, str(run_dir / "workspace"), str(SANDBOX_WORKSPACE)]
-        if has_task:
-            argv += ["--ro-bind", str(run_dir / "task"), str(SANDBOX_TASK_DIR)]
-        argv += _interpreter_binds()
-        # bwrap reports the command's exit status on status_fd; no report = bwrap itself failed.
-        argv += ["--chdir", str(SANDBOX_WORKSPACE), "--json-status-fd", str(status_fd), "--"]
-        if self._drop_to is not None:
-            uid, gid = self._drop_to
-            argv += ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
-            argv += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-        # CPU: SIGXCPU at the soft limit, SIGKILL a second later.
-        argv += ["prlimit", f"--cpu={lim.cpu_s}:{lim.cpu_s + 1}", f"--as={lim.memory_mb << 20}"]
-        argv += [f"--fsize={lim.file_size_mb << 20}", f"--nproc={lim.max_procs}", "--core=0"]
-        return [*argv, "--", "bash", "-c", command]
-
     def _execute(
         self,
         command: str,
@@ -293,7 +240,16 @@ class Sandbox:
         status_r, status_w = os.pipe()
         start = time.monotonic()
         try:
-            argv = self._argv(command, run_dir, has_task, status_w, judging)
+            argv = bwrap_argv(
+                self._bwrap,
+                self.limits,
+                self._drop_to,
+                command=command,
+                run_dir=run_dir,
+                has_task=has_task,
+                status_fd=status_w,
+                judging=judging,
+            )
             proc = _spawn(argv, env, status_w)
         finally:
             os.close(status_w)
@@ -330,70 +286,6 @@ class Sandbox:
             workspace=run_dir / "workspace",
         )
         return result, out, err
-
-
-def _unprivileged_ids() -> tuple[int, int]:
-    try:
-        entry = pwd.getpwnam("nobody")
-    except KeyError:
-        return 65534, 65534
-    return entry.pw_uid, entry.pw_gid
-
-
-def _system_binds(network: bool) -> list[str]:
-    args: list[str] = []
-    for path in _SYSTEM_DIRS:
-        if os.path.islink(path):  # merged /usr: /bin -> usr/bin
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
-    # Without --perms the parents bwrap creates are 0700 and `nobody` could not enter them.
-    args += ["--perms", "0755", "--dir", "/etc"]
-    names = (*_ETC_ALLOWLIST, "resolv.conf") if network else _ETC_ALLOWLIST
-    for name in names:
-        path = f"/etc/{name}"
-        if os.path.lexists(path):
-            args += ["--ro-bind-try", path, path]
-    return args
-
-
-def _interpreter_binds() -> list[str]:
-    """Bind our interpreter's prefix (pyenv, venv) unless it already lives under /usr."""
-    args: list[str] = []
-    for prefix in dict.fromkeys([os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)]):
-        if prefix.startswith("/usr/") or prefix == "/usr":
-            continue
-        parents = [p for p in PurePosixPath(prefix).parents if str(p) != "/"]
-        for parent in reversed(parents):
-            args += ["--perms", "0755", "--dir", str(parent)]
-        args += ["--ro-bind", prefix, prefix]
-    return args
-
-
-def _sandbox_env(*, task_dir_set: bool, judging: bool = False) -> dict[str, str]:
-    """The complete environment of the command: an allowlist, nothing inherited.
-
-    The checker's phase (`judging`) gets HOME in its own /tmp and no user site-packages:
-    the workspace is the program's, and a `.local/lib/python3.X/site-packages/
-    usercustomize.py` planted there would otherwise run inside the checker.
-    """
-    python_bin = os.path.dirname(sys.executable)
-    env = {
-        "PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin",
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "HOME": str(SANDBOX_WORKSPACE),
-        "TMPDIR": "/tmp",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONHASHSEED": "0",
-    }
-    if task_dir_set:
-        env["TASK_DIR"] = str(SANDBOX_TASK_DIR)
-    if judging:
-        env["HOME"] = "/tmp"
-        env["PYTHONNOUSERSITE"] = "1"
-    return env
 
 
 def _spawn(argv: list[str], env: dict[str, str], status_fd: int) -> subprocess.Popen[bytes]:

@@ -1,22 +1,30 @@
-"""The search inside a refinement round: which candidates to draw, and how to rank them.
+"""The search inside a refinement round: which candidates to draw, checking them, ranking them.
 
 `plan_draws` says which draws a round makes and in what order; `rank_feedback` orders
-candidates by their verdicts; `Pool` holds what a round drew and spent. The loop
-(`agent.loop`) does the drawing and checking.
+candidates by their verdicts; `Pool` holds what a round drew and spent. `RoundSearch`
+carries what the rounds of one run share (the answers seen, the fixes tried, the last
+round's runner-up), draws and checks one round's pool through the run's steps
+(`RunSteps`, implemented by `agent.loop`) and picks its best.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from agent import prompts
 from agent.candidate import Candidate
 from agent.feedback import Feedback
-from agent.llm.base import Usage
-from agent.result import CandidateOrigin, PoolEntry
+from agent.llm.base import Message, Usage
+from agent.result import CandidateOrigin, PoolEntry, RoundRecord
+from memory.render import render_lessons
+from memory.types import ScoredLesson
 
 if TYPE_CHECKING:
-    from agent.loop import LoopConfig
+    from agent.loop import EventKind, LoopConfig
+    from agent.task import Task
 
 STAGE_RANK = {"rule": 0, "execution": 1, "critic": 2}
 # How far a failing program got: ran and was judged wrong > crashed > did not parse.
@@ -90,3 +98,188 @@ def rank_feedback(verdict: Feedback) -> tuple[bool, int, int, float, float, int]
         verdict.score or 0.0,
         -len(verdict.issues),
     )
+
+
+# The best candidate of a round: it, its checks, and what the round spent on it.
+Chosen = tuple[Candidate, tuple[Feedback, ...], Usage]
+
+
+class RunSteps(Protocol):
+    """The steps of a run (`agent.loop`) that a refinement round draws and checks with."""
+
+    cfg: LoopConfig
+    task: Task
+    inputs: dict[str, str]  # the workspace previews every prompt shows
+
+    def generate(
+        self,
+        lessons: Sequence[ScoredLesson],
+        *,
+        failure: str = "",
+        temperature: float | None = None,
+    ) -> tuple[Candidate, Usage]:
+        """A fresh generation (shown `failure` and the lessons)."""
+        ...
+
+    def repair(
+        self, base: Candidate, messages: Sequence[Message], *, temperature: float, seed: int
+    ) -> tuple[Candidate, Usage]:
+        """The refiner's answer to `messages`, a repair of `base`."""
+        ...
+
+    def check_one(
+        self, candidate: Candidate, round_no: int, index: int
+    ) -> tuple[tuple[Feedback, ...], Usage]:
+        """Every check stage the candidate reached, cheapest first, and their cost."""
+        ...
+
+    def emit(
+        self,
+        kind: EventKind,
+        round_no: int,
+        detail: str,
+        usage: Usage | None = None,
+        seconds: float = 0.0,
+    ) -> None:
+        """Report progress to the run's observer."""
+        ...
+
+    def spent(self) -> int:
+        """Tokens the run has spent so far."""
+        ...
+
+
+class RoundSearch:
+    """The refinement rounds of one run: what they share, and one round's pool."""
+
+    def __init__(self, run: RunSteps) -> None:
+        self.run = run
+        # Digests of every candidate drawn: a repeat is never checked twice.
+        self.digests: set[str] = set()
+        # The fix notes the refiner gave so far: its prompt lists them as already tried.
+        self.tried: list[str] = []
+        # The previous round's second-best candidate and its checks: the hot refiner samples
+        # alternate between it and the best, so one base that misleads cannot take all of them.
+        self.runner_up: tuple[Candidate, tuple[Feedback, ...]] | None = None
+
+    def draw(self, last: RoundRecord, lessons: Sequence[ScoredLesson]) -> Pool:
+        """Draw and check the candidates of the round after `last`, in `plan_draws` order.
+
+        Stops when the pool is full, a candidate passed or the token budget is reached. An
+        empty pool means no draw was new (or the budget ran out before one).
+        """
+        run, cfg = self.run, self.run.cfg
+        round_no = last.round + 1
+        messages = self._refiner_messages(last.candidate, last.checks, last.round, lessons)
+        alt_messages = (
+            self._refiner_messages(*self.runner_up, last.round, lessons)
+            if self.runner_up is not None
+            else messages
+        )
+        pool = Pool()
+        incomplete: tuple[Candidate, CandidateOrigin, float] | None = None
+        budget = cfg.token_budget or float("inf")
+        for draw, (origin, temperature) in enumerate(
+            plan_draws(
+                cfg,
+                has_output=bool(run.task.output),
+                has_runner_up=self.runner_up is not None,
+            )
+        ):
+            if len(pool.drawn) >= cfg.pool_size or pool.passed:
+                break
+            if run.spent() + pool.tokens >= budget:
+                break
+            drawn_at = time.monotonic()
+            if origin == "fresh":
+                feedback = last.feedback.compressed()
+                candidate, cost = run.generate(lessons, failure=feedback, temperature=temperature)
+            else:
+                alt = origin == "refine_alt"
+                base = self.runner_up[0] if alt and self.runner_up else last.candidate
+                candidate, cost = run.repair(
+                    base, alt_messages if alt else messages, temperature=temperature, seed=draw
+                )
+            new = candidate.digest() not in self.digests
+            complete = all(name in candidate.files for name in run.task.output)
+            if not (new and complete):
+                pool.wasted += cost
+                pool.repeats += 1
+                incomplete = (candidate, origin, temperature) if new else incomplete
+                reason = "no output file" if new else "an earlier answer"
+                run.emit("resampled", round_no, f"{origin} gave {reason}")
+                continue
+            run.emit("generated", round_no, origin, cost, time.monotonic() - drawn_at)
+            self._take(pool, candidate, origin, temperature, cost, round_no)
+        if not pool.drawn and incomplete is not None:
+            # Only replies without the files: check one, so the rule check's "missing file"
+            # reaches the refiner (its tokens are already counted as wasted).
+            pool.repeats -= 1
+            self._take(pool, *incomplete, Usage(), round_no)
+        return pool
+
+    def choose(self, pool: Pool) -> tuple[Chosen, tuple[PoolEntry, ...]]:
+        """The best of a drawn pool with the round's whole cost, and the entries marked.
+
+        The second best becomes the runner-up the next round's hot samples alternate to.
+        """
+        order = sorted(
+            range(len(pool.drawn)), key=lambda k: rank_feedback(pool.drawn[k][1][-1]), reverse=True
+        )
+        best = order[0]
+        self.runner_up = pool.drawn[order[1]][:2] if len(order) > 1 else None
+        entries = tuple(
+            e.model_copy(update={"chosen": k == best}) for k, e in enumerate(pool.entries)
+        )
+        total = sum((d[2] for d in pool.drawn), pool.wasted)
+        return (pool.drawn[best][0], pool.drawn[best][1], total), entries
+
+    def _take(
+        self,
+        pool: Pool,
+        candidate: Candidate,
+        origin: CandidateOrigin,
+        temperature: float,
+        cost: Usage,
+        round_no: int,
+    ) -> None:
+        """Check a new candidate and add it to the round's pool."""
+        self.digests.add(candidate.digest())
+        if candidate.fix_note and origin != "fresh" and candidate.fix_note not in self.tried:
+            self.tried.append(candidate.fix_note)
+        checks, check_cost = self.run.check_one(candidate, round_no, len(pool.drawn))
+        pool.drawn.append((candidate, checks, cost + check_cost))
+        pool.entries.append(
+            PoolEntry(
+                origin=origin,
+                temperature=temperature,
+                kind=checks[-1].kind,
+                credit=checks[-1].credit,
+                tokens=(cost + check_cost).total_tokens,
+            )
+        )
+
+    def _refiner_messages(
+        self,
+        candidate: Candidate,
+        checks: tuple[Feedback, ...],
+        round_no: int,
+        lessons: Sequence[ScoredLesson],
+    ) -> list[Message]:
+        """The refiner's prompt for repairing `candidate`, judged by `checks` in `round_no`."""
+        task = self.run.task
+        verdict = checks[-1]
+        passed_external = any(c.stage == "execution" and c.passed for c in checks)
+        user = prompts.render_refiner(
+            goal=task.goal,
+            previous=prompts.render_files(candidate.files, candidate.text),
+            round_no=round_no,
+            feedback=verdict.compressed(),
+            kind=verdict.kind,
+            tried=self.tried,
+            lessons=render_lessons(lessons) if lessons else "",
+            passed_external=passed_external,
+            workspace=self.run.inputs,
+        )
+        system = prompts.REFINER_SYSTEM if task.output else prompts.REFINER_SYSTEM_TEXT
+        return [Message(role="system", content=system), Message(role="user", content=user)]

@@ -124,7 +124,7 @@ def print_cosines(reports: Sequence[CosineReport], console: Console) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from scripts.bench_recall import SUITE, Query, load_suite
+    from scripts._recall_suite import SUITE, Query, load_suite
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("report", type=Path, help="a bench_recall JSON (its queries are used)")

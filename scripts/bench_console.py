@@ -44,7 +44,7 @@ from memory import LessonFilter, Memory  # noqa: E402
 from memory.embeddings import resolve_embedder  # noqa: E402
 from memory.export import header_line, import_lessons  # noqa: E402
 from scripts._benchlib import write_json_atomic  # noqa: E402
-from scripts.bench_memory import generate  # noqa: E402
+from scripts._synthetic_lessons import generate  # noqa: E402
 
 STATUSES = ["candidate"] * 60 + ["validated"] * 30 + ["deprecated"] * 8 + ["merged"] * 2
 PAGE = 50

@@ -29,7 +29,8 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.classify import classify
-from agent.sandbox import Limits, Sandbox
+from agent.container import Limits
+from agent.sandbox import Sandbox
 from agent.task import Task, load_task
 from scripts._benchlib import REPO, write_json_atomic
 

@@ -55,10 +55,11 @@ from rich.progress import (
 )
 
 from agent.app.session import finish_run, start_run
+from agent.container import Limits
 from agent.llm.base import LLM
 from agent.loop import LoopConfig, ReflectiveAgent
 from agent.result import RunResult
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from agent.task import Task, load_task
 from memory import Embedder, HashEmbedder, LessonFilter, Memory, MiniLMEmbedder, NullRecall
 from memory.types import LessonQuery, Recall, RecallStage, ScoredLesson

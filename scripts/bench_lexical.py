@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from memory.dedup import index_text
 from memory.lexical import BM25
 from memory.recall import RecallConfig
-from scripts.bench_memory import bench_queries, generate, pct, timed
+from scripts._synthetic_lessons import bench_queries, generate
+from scripts.bench_memory import pct, timed
 
 
 @dataclass
@@ -48,7 +49,7 @@ def run_lexical(size: int, args: argparse.Namespace) -> LexicalResult:
     """BM25 alone over `size` lesson texts in one scope: score, and add-then-score."""
     drafts = generate(size + args.adds, seed=args.seed + size)
     texts = [index_text(d.symptom, d.root_cause) for d in drafts]
-    queries = bench_queries(args)
+    queries = bench_queries(args.queries, pool=args.pool, seed=args.seed)
     bm25 = BM25()
     t0 = time.perf_counter()
     for i, text in enumerate(texts[:size]):

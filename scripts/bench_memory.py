@@ -35,6 +35,8 @@ The goal run (issue 12): 100k lessons in one scope, beside today's code on the s
 in it.)
 
 scripts/bench_lexical.py times recall's BM25 alone over the same lesson texts in one scope.
+The lessons and queries come from scripts/_synthetic_lessons.py, their vectors from
+scripts/_table_vectors.py.
 """
 
 from __future__ import annotations
@@ -54,209 +56,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from memory import LessonDraft, LessonQuery, Memory, MiniLMEmbedder  # noqa: E402
+from memory import LessonQuery, Memory, MiniLMEmbedder  # noqa: E402
 from memory.dedup import dedup_text, index_text  # noqa: E402
-from memory.embeddings import MINILM_DIM, MINILM_MODEL_ID  # noqa: E402
-from memory.matchtext import match_text  # noqa: E402
-
-SCOPES = [f"proj-{i:02d}" for i in range(20)]
-COLS = ["price", "amount", "total", "unit_cost", "revenue", "balance", "fee", "salary"]
-FILES = ["sales.csv", "export.csv", "orders.tsv", "ledger.xlsx", "events.jsonl", "users.csv"]
-FUNCS = ["parse_row", "load_prices", "daily_totals", "flatten", "fetch_rates", "merge_users"]
-LIBS = ["pandas", "csv", "json", "datetime", "requests", "decimal", "re"]
-
-# error_type -> list of (symptom, root cause, fix) templates.
-FAMILIES: dict[str, list[tuple[str, str, str]]] = {
-    "runtime_error": [
-        (
-            "ValueError: could not convert string to float: '${v},200.50' in {col}",
-            "the {col} column of {file} holds currency strings with '$' and thousands separators",
-            "strip the currency symbol and separators before float(); use Decimal for money",
-        ),
-        (
-            "KeyError: '{col}' while reading {file} with csv.DictReader",
-            "{file} starts with a UTF-8 byte order mark so the first header is '\\ufeff{col}'",
-            "open {file} with encoding='utf-8-sig'",
-        ),
-        (
-            "UnicodeDecodeError: 'utf-8' codec can't decode byte 0x{v}e in {file}",
-            "{file} is cp1252 encoded, not UTF-8",
-            "open {file} with encoding='cp1252' or detect it",
-        ),
-        (
-            "TypeError: unsupported operand type(s) for +: 'int' and 'str' in {func}",
-            "{func} mixes numbers parsed by {lib} with raw strings from {file}",
-            "convert every {col} value once at load time and validate the type",
-        ),
-        (
-            "AttributeError: 'NoneType' object has no attribute 'group' in {func}",
-            "the regex in {func} does not match rows where {col} is empty",
-            "check the match before calling .group() and skip or report bad rows",
-        ),
-    ],
-    "check_failed": [
-        (
-            "daily totals in {func} are off by one day for events near midnight",
-            "timestamps in {file} carry a UTC offset but were compared as naive datetimes",
-            "parse the offset with {lib}, convert to UTC before taking .date()",
-        ),
-        (
-            "{col} totals are 100 times too large for European rows of {file}",
-            "{col} uses a decimal comma and removing commas turned 12,50 into 1250",
-            "replace the decimal comma by a point and drop thousands dots when the locale says so",
-        ),
-        (
-            "expected {v} rows from {func} but got {v}9",
-            "range(1, n) in {func} stops before n so the last page is skipped",
-            "use range(1, n + 1) or loop until an empty page",
-        ),
-        (
-            "average {col} is truncated to an integer in {func}",
-            "{func} uses floor division // for the mean",
-            "use true division / and round for display",
-        ),
-        (
-            "second call of {func} returns rows from the first call",
-            "{func} has a mutable default argument rows=[] shared between calls",
-            "default to None and build a new list inside {func}",
-        ),
-    ],
-    "syntax_error": [
-        (
-            "SyntaxError: f-string: unmatched '[' at line {v} of {func}",
-            "the f-string in {func} reuses the outer quote inside the braces (Python 3.11)",
-            "use the other quote character inside the braces",
-        ),
-        (
-            "IndentationError: unexpected indent at line {v}",
-            "the generated code mixes tabs and spaces in {func}",
-            "re-indent {func} with 4 spaces",
-        ),
-    ],
-    "timeout": [
-        (
-            "the check timed out after {v} s while {func} fetched data",
-            "{func} calls {lib} without a timeout and the sandbox has no network",
-            "read the data from {file} instead of the network; always pass timeout=",
-        ),
-        (
-            "the check timed out after {v} s in {func} on the large {file}",
-            "{func} is quadratic: it rescans {file} for every row",
-            "index rows by key in a dict once, then look them up",
-        ),
-    ],
-    "resource_error": [
-        (
-            "RecursionError: maximum recursion depth exceeded in {func}",
-            "{func} recurses into strings, which are iterable themselves",
-            "treat str and bytes as atoms, or use an explicit stack",
-        ),
-        (
-            "MemoryError while loading {file} in {func}",
-            "{func} reads the whole of {file} into memory with {lib}",
-            "stream {file} in chunks and aggregate incrementally",
-        ),
-    ],
-}
-
-
-def generate(
-    n: int, seed: int, scopes: Sequence[str] = SCOPES, global_share: float = 0.05
-) -> list[LessonDraft]:
-    """n varied lesson drafts (deterministic for a seed); `global_share` of them in "global"."""
-    rng = random.Random(seed)
-    families = [(t, tpl) for t, tpls in FAMILIES.items() for tpl in tpls]
-    drafts = []
-    for i in range(n):
-        error_type, (sym, cause, fix) = families[i % len(families)]
-        slots = {
-            "col": rng.choice(COLS),
-            "file": rng.choice(FILES),
-            "func": rng.choice(FUNCS),
-            "lib": rng.choice(LIBS),
-            "v": str(rng.randint(1, 999)),
-        }
-        scope = "global" if rng.random() < global_share else rng.choice(scopes)
-        drafts.append(
-            LessonDraft(
-                scope=scope,
-                error_type=error_type,
-                symptom=sym.format(**slots) + f" (case {i})",
-                root_cause=cause.format(**slots) + f" [ref {seed}-{i}]",
-                fix=fix.format(**slots),
-                applies_when=f"{slots['lib']} code reading {slots['file']}",
-            )
-        )
-    return drafts
-
-
-class TableEmbedder:
-    """Serves precomputed vectors by text; every text the bench uses is in the table."""
-
-    def __init__(self, table: dict[str, np.ndarray]) -> None:
-        self.table = table
-
-    @property
-    def model_id(self) -> str:
-        return MINILM_MODEL_ID
-
-    @property
-    def dim(self) -> int:
-        return MINILM_DIM
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self.table[t].tolist() for t in texts]
-
-
-def _jitter(base: np.ndarray, rng: np.random.Generator, sigma: float = 0.025) -> np.ndarray:
-    v = base + rng.normal(0.0, sigma, size=base.shape).astype(np.float32)
-    return (v / np.linalg.norm(v)).astype(np.float32)
-
-
-def pool_vectors(minilm: MiniLMEmbedder, texts: list[str], cache: Path, name: str) -> np.ndarray:
-    """MiniLM vectors of `texts`, cached on disk between runs."""
-    path = cache / f"{name}-{len(texts)}.npy"
-    if path.exists():
-        return np.load(path)
-    vecs = np.asarray(minilm.embed(texts), dtype=np.float32)
-    cache.mkdir(parents=True, exist_ok=True)
-    np.save(path, vecs)
-    return vecs
-
-
-def build_table(
-    drafts: list[LessonDraft], queries: list[str], minilm: MiniLMEmbedder, args: argparse.Namespace
-) -> dict[str, np.ndarray]:
-    """Vectors for every dedup text, index text and query of the run."""
-    rng = np.random.default_rng(args.seed)
-    idx_texts = [index_text(d.symptom, d.root_cause) for d in drafts]
-    ded_texts = [dedup_text(d.root_cause, d.fix) for d in drafts]
-    table: dict[str, np.ndarray] = {}
-    if args.exact:
-        for texts in (idx_texts, ded_texts, queries):
-            texts = [match_text(t) for t in texts] if texts is queries else texts
-            for t, v in zip(texts, minilm.embed(texts), strict=True):
-                table[t] = np.asarray(v, dtype=np.float32)
-        return table
-    pool = generate(args.pool, seed=10_000 + args.seed)
-    p_idx = pool_vectors(
-        minilm, [index_text(d.symptom, d.root_cause) for d in pool], args.cache, "idx"
-    )
-    p_ded = pool_vectors(minilm, [dedup_text(d.root_cause, d.fix) for d in pool], args.cache, "ded")
-    for i, (it, dt) in enumerate(zip(idx_texts, ded_texts, strict=True)):
-        # Same template family position -> similar base vector, like real related lessons.
-        j = i % args.pool
-        table[it] = _jitter(p_idx[j], rng)
-        table[dt] = _jitter(p_ded[j], rng)
-    for k, q in enumerate(queries):
-        # Recall embeds the query as it compares it (memory.matchtext).
-        table[match_text(q)] = _jitter(p_idx[k % args.pool], rng, sigma=0.035)
-    return table
+from scripts._synthetic_lessons import SCOPES, bench_queries, generate  # noqa: E402
+from scripts._table_vectors import TableEmbedder, build_table  # noqa: E402
 
 
 @dataclass
@@ -317,8 +123,16 @@ def run_one(
     rng = random.Random(args.seed)
     # Queries read like the error output of a new run: a pool lesson's symptom (same family
     # as the pool vector its embedding is derived from).
-    queries = bench_queries(args)
-    table = build_table(drafts, queries, minilm, args)
+    queries = bench_queries(args.queries, pool=args.pool, seed=args.seed)
+    table = build_table(
+        drafts,
+        queries,
+        minilm,
+        seed=args.seed,
+        pool_size=args.pool,
+        cache=args.cache,
+        exact=args.exact,
+    )
     memory = opener(TableEmbedder(table))
     try:
         t0, c0 = time.perf_counter(), time.process_time()
@@ -360,12 +174,6 @@ def run_one(
         query_embed_p50_ms=round(embed_ms[0], 1),
         add_embed_p50_ms=round(embed_ms[1], 1),
     )
-
-
-def bench_queries(args: argparse.Namespace) -> list[str]:
-    """Queries read like the error output of a new run: a pool lesson's symptom."""
-    pool = generate(args.pool, seed=10_000 + args.seed)
-    return [f"{pool[k % args.pool].symptom.split(' (case')[0]} #{k}" for k in range(args.queries)]
 
 
 def measure_embedding(minilm: MiniLMEmbedder, n: int = 20) -> tuple[float, float]:

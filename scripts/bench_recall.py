@@ -7,7 +7,8 @@ benchmarks/recall/cases.toml holds small faulty programs (float('$1,299.99'), a 
 header, cp1252 read as UTF-8, ...), lessons.toml the curated lessons (one per root cause) and
 distractors. Each program really runs in agent.sandbox with the trap tasks' check command;
 the query is `classify(result).compressed()` with the loop's error types, exactly what the
-loop sends to recall at reflection. No error text is written by hand.
+loop sends to recall at reflection. No error text is written by hand. The labelled set
+and how its queries are built: scripts/_recall_suite.py.
 
 Methods on the same lessons and queries: recall as built (`Memory.recall`: MiniLM and BM25
 fused, error-type gate, similarity cut, 3 lessons, 300 tokens: what the reflector sees);
@@ -19,7 +20,6 @@ Unrelated queries (other errors; goals sent as seed queries) must recall nothing
 no-lesson rate is the share that got an empty recall. Every method is also scored on the odd
 and the even labelled queries: recall has no per-query knobs, and a change that helps one
 half only is not a change to trust.
-recall nothing: the no-lesson rate is the share that got an empty recall.
 
 Both stages are shown. Reflection: the error queries above with their error types, against
 the unrelated errors. Seed (task start, no error types; scripts/_recall_stages.py): the same
@@ -31,16 +31,13 @@ each with and without the seed gate (memory.recall, `seed_min_similarity`).
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 import time
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Literal, NamedTuple, Protocol
+from typing import Literal, Protocol
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -48,67 +45,29 @@ from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.table import Table
 
-from agent.classify import classify
+from agent.container import Limits
 from agent.loop import LoopConfig
-from agent.queries import error_types
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from memory import Embedder, HashEmbedder, LessonDraft, LessonQuery, Memory, MiniLMEmbedder, lexical
 from memory.dedup import index_text
 from memory.matchtext import match_text
 from memory.quality import RankingMetrics, no_lesson_rate, ranking_metrics
-from memory.types import RecallStage
 from scripts._benchlib import REPO, round_robin, write_json_atomic
-from scripts._recall_stages import SEED_GATES, gated, seed_parts, seed_views
+from scripts._recall_stages import SEED_GATES, gated, seed_views
+from scripts._recall_suite import (
+    SUITE,
+    LessonSpec,
+    Query,
+    Suite,
+    load_suite,
+    run_case,
+    task_start,
+)
 from scripts._recall_traps import TrapSeedReport, humaneval_goals, print_trap_seed, run_trap_seed
 
-SUITE = REPO / "benchmarks" / "recall"
-CHECKER = REPO / "examples" / "traps" / "_checker.py"
-CHECK = 'python solution.py && python "$TASK_DIR/check.py" result.json'
 SCOPE = "bench"
 # What the loop asks for by default: lessons per recall and their token budget.
 LOOP_LIMIT, LOOP_BUDGET = LoopConfig().lesson_limit, LoopConfig().lesson_token_budget
-
-
-class LessonSpec(LessonDraft):
-    """A curated lesson; `id` is the label the cases point to."""
-
-    id: str
-
-
-class CaseSpec(BaseModel):
-    """A faulty program (or, for unrelated queries, a goal) and the lesson that fixes it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: str
-    lesson: str | None = None
-    program: str | None = None
-    goal: str | None = None
-    files: dict[str, str] = Field(default_factory=dict)
-    encodings: dict[str, str] = Field(default_factory=dict)
-    expected: str | None = None
-    timeout_s: float = 20.0
-    task_goal: str | None = None
-
-
-class Suite(NamedTuple):
-    lessons: tuple[LessonSpec, ...]
-    cases: tuple[CaseSpec, ...]
-    unrelated: tuple[CaseSpec, ...]
-
-
-class Query(BaseModel):
-    """What recall is asked: the compressed feedback (or goal), filter and target label."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    target: str | None
-    text: str
-    error_types: tuple[str, ...]
-    stage: RecallStage
-    kind: str
-    surface: tuple[str, ...] = ()  # a task start's input heads (LessonQuery.surface)
 
 
 class MethodReport(BaseModel):
@@ -134,57 +93,6 @@ class RecallReport(BaseModel):
     queries: tuple[Query, ...]
     seconds: float
     trap_tasks: TrapSeedReport | None = None  # scripts/_recall_traps.py
-
-
-def load_suite(root: Path = SUITE) -> Suite:
-    """Read lessons.toml and cases.toml; every case must name a known lesson."""
-    lessons = tomllib.loads((root / "lessons.toml").read_text(encoding="utf-8"))["lesson"]
-    data = tomllib.loads((root / "cases.toml").read_text(encoding="utf-8"))
-    suite = Suite(
-        lessons=tuple(LessonSpec(**x) for x in lessons),
-        cases=tuple(CaseSpec(**x) for x in data["case"]),
-        unrelated=tuple(CaseSpec(**x) for x in data.get("unrelated", ())),
-    )
-    unknown = {c.lesson or "<none>" for c in suite.cases} - {x.id for x in suite.lessons}
-    if unknown:
-        raise ValueError(f"cases point to unknown lessons: {unknown}")
-    return suite
-
-
-def run_case(case: CaseSpec, sandbox: Sandbox, checker: Path = CHECKER) -> Query:
-    """Run a case's program in the sandbox (or take its goal) and build the loop's query."""
-    if case.goal is not None:
-        text, heads = seed_parts(case.goal, case.files, case.encodings)
-        return Query(id=case.id, target=None, text=text, error_types=(), stage="seed",
-                     kind="goal", surface=heads)  # fmt: skip
-    if case.program is None:
-        raise ValueError(f"case {case.id}: needs a program or a goal")
-    with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
-        task_dir = Path(tmp) / "task"
-        workspace = task_dir / "workspace"
-        workspace.mkdir(parents=True)
-        for name, text in case.files.items():
-            (workspace / name).write_bytes(text.encode(case.encodings.get(name, "utf-8")))
-        shutil.copy(checker, task_dir / "check.py")
-        (task_dir / "expected.json").write_text(case.expected or "{}", encoding="utf-8")
-        result = sandbox.run(
-            CHECK,
-            files={"solution.py": case.program},
-            workspace=workspace,
-            task_dir=task_dir,
-            timeout_s=case.timeout_s,
-        )
-    feedback = classify(result)
-    if feedback.passed:
-        raise ValueError(f"case {case.id}: the faulty program passed its check")
-    return Query(
-        id=case.id,
-        target=case.lesson,
-        text=feedback.compressed(),
-        error_types=error_types(feedback),  # the loop's reflection gate
-        stage="reflection",
-        kind=feedback.kind,
-    )
 
 
 class Ranker(Protocol):
@@ -306,15 +214,6 @@ def build_memory(
             raise ValueError(f"curated lesson {spec.id} was not stored: {result.reason}")
         labels[result.lesson.id] = spec.id
     return memory, labels
-
-
-def task_start(case: CaseSpec) -> Query | None:
-    """The seed query of the task a labelled case stands for (None without a `task_goal`)."""
-    if case.task_goal is None:
-        return None
-    text, heads = seed_parts(case.task_goal, case.files, case.encodings)
-    return Query(id=f"{case.id}@task", target=case.lesson, error_types=(), stage="seed",
-                 text=text, kind="task start", surface=heads)  # fmt: skip
 
 
 def evaluate_seed(

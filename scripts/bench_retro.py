@@ -36,10 +36,11 @@ from rich.table import Table
 
 from agent.candidate import Candidate
 from agent.checks import execute
+from agent.container import Limits
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Usage
 from agent.result import RoundRecord, RunResult
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from agent.task import Task, load_task
 from memory.types import LessonDraft
 from retrospectives.extract import Retrospective

@@ -28,10 +28,11 @@ from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.table import Table
 
+from agent.container import Limits
 from agent.feedback import Feedback
 from agent.llm.base import LLM
 from agent.loop import LoopConfig, ReflectiveAgent
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from agent.task import Task, load_task
 from memory import Memory
 from memory.embeddings import MiniLMEmbedder

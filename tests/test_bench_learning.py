@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from agent.container import Limits
 from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from agent.task import load_task
 from memory import HashEmbedder, LessonNotFoundError, Memory
 from scripts._benchlib import RunRecord, discover_tasks, round_robin, select_tasks, summarise

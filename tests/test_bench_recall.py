@@ -6,10 +6,12 @@ from collections import Counter
 
 import pytest
 
-from agent.sandbox import Limits, Sandbox
+from agent.container import Limits
+from agent.sandbox import Sandbox
 from agent.task import load_task
 from memory import LessonQuery, Memory, MiniLMEmbedder
 from memory.quality import RankingMetrics, no_lesson_rate, ranking_metrics
+from scripts._recall_suite import Query, Suite, load_suite, run_case
 from scripts._recall_traps import (
     TASKS,
     Setting,
@@ -19,15 +21,7 @@ from scripts._recall_traps import (
     trap_tasks,
     write_lessons,
 )
-from scripts.bench_recall import (
-    MethodReport,
-    Query,
-    Suite,
-    load_suite,
-    run_benchmark,
-    run_case,
-    with_cut,
-)
+from scripts.bench_recall import MethodReport, run_benchmark, with_cut
 
 
 def test_ranking_metrics_by_hand() -> None:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from agent.container import Limits
 from agent.llm.scripted import ScriptedLLM
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from scripts.bench_retro import TRAPS, main, run_bench, select, trajectory
 
 GOOD = {

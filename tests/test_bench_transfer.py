@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from agent.container import Limits
 from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from scripts.bench_retro import TRAPS
 from scripts.bench_transfer import pairs, run_case
 from tests.helpers import GEN, code

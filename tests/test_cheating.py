@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from agent.classify import classify
-from agent.sandbox import ExecResult, Limits, Sandbox
+from agent.container import Limits
+from agent.sandbox import ExecResult, Sandbox
 from agent.task import load_task
 
 TASK = load_task(

@@ -19,10 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent.container import Limits
 from agent.feedback import FeedbackKind
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from memory.types import NullRecall
 from retrospectives.extract import Retrospective
 from scripts.fuzz_roles import ROLES, Case, examples_per_role, fenced, run_generator

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.sandbox import Limits, Sandbox
+from agent.container import Limits
+from agent.sandbox import Sandbox
 from agent.task import Task, load_task
 from scripts.bench_hostile import HOSTILE, TASK_DIR, run_case
 

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from agent.container import Limits
 from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, LoopEvent, ReflectiveAgent
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from memory.types import Lesson, LessonQuery, NullRecall, RecallStage, ScoredLesson
 from tests.helpers import CRASH, CRITIC, GEN, GOOD, REFINE, WRONG, code, critique, fix, make_task
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from agent.classify import classify
+from agent.container import Limits
 from agent.errors import ModelOutputError, SandboxError, UnsafePathError
-from agent.sandbox import ExecResult, Limits, Sandbox
+from agent.sandbox import ExecResult, Sandbox
 
 # Small limits keep the limit tests fast; PATH in the sandbox starts with our interpreter.
 FAST = Limits(cpu_s=10, memory_mb=512, file_size_mb=1, max_procs=32, output_bytes=2_000)

@@ -13,9 +13,10 @@ import json
 from pathlib import Path
 
 from agent.app.session import run_with_memory
+from agent.container import Limits
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from memory import Memory
 from memory.export import export_lessons
 from tests.helpers import GEN, GOOD, REFINE, code, fix, make_task

@@ -6,9 +6,10 @@ import ast
 from pathlib import Path
 
 from agent.candidate import Candidate
+from agent.container import Limits
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from agent.splice import programs_of, splice, splice_repair
 from agent.task import Task
 from memory.types import NullRecall

@@ -226,7 +226,8 @@ def check_generate(settings: Settings) -> Check:
 
 def check_sandbox(settings: Settings) -> Check:
     """bubblewrap starts, and nothing on the network answers from inside."""
-    from agent.sandbox import Limits, Sandbox
+    from agent.container import Limits
+    from agent.sandbox import Sandbox
 
     try:
         sandbox = Sandbox(Limits(cpu_s=20))

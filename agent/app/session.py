@@ -16,11 +16,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from agent.app.settings import Settings
+from agent.container import Limits
 from agent.llm.base import LLM, Usage
 from agent.llm.resolve import resolve_llm
 from agent.loop import LoopConfig, Observer, ReflectiveAgent
 from agent.result import RunResult, RunSummary
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from agent.task import Task, load_task
 from memory import Embedder, Memory
 from memory.embeddings import resolve_embedder

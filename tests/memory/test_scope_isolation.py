@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 from memory_servers import StoreSpec
 
+from agent.container import Limits
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from memory import HashEmbedder, LessonDraft, LessonFilter, LessonQuery, Memory
 from memory.export import export_lessons, import_lessons
 from memory.seed import seed_lessons

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from agent.app.session import finish_run
+from agent.container import Limits
 from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
-from agent.sandbox import Limits, Sandbox
+from agent.sandbox import Sandbox
 from memory.embeddings import HashEmbedder
 from memory.render import HEADER
 from memory.store import Memory

@@ -39,7 +39,8 @@ def test_real_model_analysis_is_used_on_real_trap_trajectories() -> None:
     were among them. At least one must be: a prompt or validator change that makes the model
     path fall back everywhere fails here, not only in the benchmark's rate.
     """
-    from agent.sandbox import Limits, Sandbox
+    from agent.container import Limits
+    from agent.sandbox import Sandbox
     from scripts.bench_retro import TRAPS, select, trajectory
 
     llm = resolve_llm("local", Settings.from_env())
