@@ -122,3 +122,42 @@ def test_a_far_stronger_word_match_outranks_a_slightly_closer_cosine() -> None:
         assert plain[0] == A.symptom  # no words shared: the cosine decides
         shared = _recall(memory, "BOTH task '€ 7' '€2.000,10' euro decimal comma", stage="seed")
         assert shared[0] == words_b.symptom  # relative fusion: B's BM25 is all of the best
+
+
+def test_ranker_agreement_needs_the_lesson_at_the_gate_among_the_best_word_matches() -> None:
+    euro = LessonDraft(scope="s", error_type="ValueError", root_cause="CAUSE_B", fix="fix B",
+                       symptom="money SYMPTOM_B euro decimal comma")  # fmt: skip
+    agreement = {"seed_lexical_rank": 1}
+    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4, **agreement) as memory:
+        memory.add_many([A, euro])
+        # A at 0.7 by cosine, but the query shares no word with it: nothing at the seed stage.
+        assert _recall(memory, "CLOSE task", stage="seed") == []
+        # The words match the euro lesson, which is far by meaning: still nothing.
+        assert _recall(memory, "CLOSE task euro decimal", stage="seed") == []
+        # A word only A has puts A first on both sides: A.
+        assert _recall(memory, "CLOSE task SYMPTOM_A", stage="seed") == [A.symptom]
+        # Reflection keeps its error-type gate alone; an explicit cut is not gated either.
+        assert _recall(memory, "CLOSE err", stage="reflection", error_types=("ValueError",)) == [
+            A.symptom
+        ]
+        assert _recall(memory, "CLOSE task", stage="seed", min_similarity=0.4) == [A.symptom]
+    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4) as memory:
+        memory.add_many([A, euro])
+        # Off by default: the cosine alone opens the gate.
+        assert _recall(memory, "CLOSE task euro decimal", stage="seed") == [A.symptom]
+
+
+def test_ranker_agreement_counts_the_first_n_word_matches() -> None:
+    words = [
+        LessonDraft(
+            scope="s", error_type="ValueError", root_cause="r", fix="f", symptom=f"money {x}"
+        )
+        for x in ("pounds", "pence")
+    ]
+    # Far from A by meaning (no keyword), and alike: kept apart from each other (no dedup).
+    options = {"min_similarity": 0.4, "dedup_similarity": 1.01}
+    for rank, expected in ((1, []), (2, []), (3, [A.symptom])):
+        with Memory.in_memory(KeywordEmbedder(), seed_lexical_rank=rank, **options) as m:
+            m.add_many([A, *words])
+            # BM25: the pounds and the pence lessons first, A (only "money", in all) third.
+            assert _recall(m, "CLOSE money pounds pence", stage="seed") == expected, rank
