@@ -39,15 +39,6 @@ queries ("seed stage, error text") need `seed_min_similarity` 0.55 to silence un
 errors, which drops the right lesson of most real task starts: off by default, the loop
 sends task starts.
 
-Ranker agreement (`seed_lexical_rank` N, off by default): the seed stage then answers only if
-a candidate that reaches the gate by cosine is also among the N best BM25 matches of the
-query, so a lesson that only the embedding likes (an unrelated error sharing function words
-with it) opens nothing. Measured (scripts/bench_recall.py, "seed gates" rows) it silences
-the unrelated errors that share nothing specific with their nearest lesson, but it also
-silences right lessons whose only evidence is their meaning (a KeyError on a column name
-and the semicolon lesson), and no N, floor, margin or z-score of the best cosine against the
-scope reached a 0.90 no-lesson rate on the error texts without losing first hits.
-
 Ranking, for each candidate:
 
     relevance = ((cosine - cut) / (best cosine - cut) + bm25 / best bm25) / 2   # 1 = first in both
@@ -84,7 +75,7 @@ from memory.db import Database
 from memory.dedup import Vector, cosine, unpack
 from memory.embeddings import Embedder
 from memory.index import Hit, LessonIndex
-from memory.lexical import RECALLABLE, BM25Scores, LexicalIndex
+from memory.lexical import RECALLABLE, LexicalIndex
 from memory.matchtext import match_text
 from memory.render import estimate_tokens, render_lessons
 from memory.schema import LessonRow, ReviewRow, to_lesson, utcnow
@@ -103,9 +94,6 @@ class RecallConfig:
     seed_min_similarity: float | None = None
     # ... and then candidates need only the cut minus this. See "Seed gate" in the docstring.
     seed_cut_margin: float = 0.0
-    # ... and a candidate at the gate must be among this many best BM25 matches (ranker
-    # agreement, see "Ranker agreement" in the docstring); None: off.
-    seed_lexical_rank: int | None = None
     # Cosine of root cause + fix embeddings above which a lower-ranked lesson is dropped as
     # saying the same thing; equal to the dedup threshold: such lessons would have been
     # merged had they shared scope and error type.
@@ -393,17 +381,11 @@ def candidate_cut(query: LessonQuery, config: RecallConfig) -> float:
     return config.min_similarity
 
 
-def passes_seed_gate(
-    query: LessonQuery, found: Sequence[_Candidate], config: RecallConfig, lexical: BM25Scores
-) -> bool:
-    """False when a seed-stage query's best candidate stays below `seed_gate(config)`, or
-    (ranker agreement) no candidate at the gate is among the best BM25 matches."""
+def passes_seed_gate(query: LessonQuery, found: Sequence[_Candidate], config: RecallConfig) -> bool:
+    """False when a seed-stage query's best candidate stays below `seed_gate(config)`."""
     if not _seed_gated(query):
         return True
-    at_gate = {c.lesson.id for c in found if c.similarity >= seed_gate(config)}
-    if config.seed_lexical_rank is None or not at_gate:
-        return bool(at_gate)
-    return any(i in at_gate for i, _ in lexical.top(config.seed_lexical_rank))
+    return max((c.similarity for c in found), default=-1.0) >= seed_gate(config)
 
 
 def recall(
@@ -422,7 +404,7 @@ def recall(
     views = [match_text(query.text), *(match_text(v) for v in query.surface if v.strip())]
     search = _Search(query, embedder.embed(views), index, lexical, db, candidate_cut(query, config))
     found = _gather(search, max(config.candidate_pool, query.limit * 4), query.limit)
-    if not found or not passes_seed_gate(query, found, config, search.bm25):
+    if not found or not passes_seed_gate(query, found, config):
         return []
     ranked = _rank(found, config, utcnow(), search.cut)
     return _diversify(ranked, query.limit, query.token_budget, config.diversity_similarity)

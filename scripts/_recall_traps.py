@@ -49,7 +49,6 @@ ROTATIONS = (1, 2, 3, 4)
 # The dates family hides two root causes (examples/traps/_families/dates.py).
 TIME_ZONES = ("dates_01_", "dates_02_")
 CUTS, GATES = (0.3, 0.35, 0.4), (0.35, 0.4, 0.45, 0.5)
-AGREEMENT_RANKS = (LIMIT, 2 * LIMIT, 4 * LIMIT)
 MIN_NO_LESSON = 0.9
 
 
@@ -93,7 +92,6 @@ class Setting(BaseModel):
     surface: bool
     seed_cut: float | None  # None: the store's (its gate minus its seed cut margin)
     gate: float | None  # None: the store's (memory.recall.seed_gate)
-    lexical_rank: int | None = None  # ranker agreement (memory.recall, `seed_lexical_rank`)
     related: RankingMetrics
     halves: tuple[RankingMetrics, RankingMetrics]
     no_lesson_rate: float
@@ -169,20 +167,16 @@ class Rotation(BaseModel):
 
 
 @contextmanager
-def recall_settings(
-    memory: Memory, seed_cut: float | None, gate: float | None, lexical_rank: int | None = None
-) -> Iterator[None]:
-    """Recall with this seed cut, gate (None: the store's) and ranker agreement
-    (`seed_lexical_rank`), then the store's own again.
+def recall_settings(memory: Memory, seed_cut: float | None, gate: float | None) -> Iterator[None]:
+    """Recall with this seed cut and gate (None: the store's), then the store's own again.
 
     Only the seed stage is asked here: the gate is set as the store's cut."""
     config = memory.recall_config
     gate = seed_gate(config) if gate is None else gate
     margin = config.seed_cut_margin if seed_cut is None else gate - seed_cut
     memory.recall_config = dataclasses.replace(
-        config, min_similarity=gate, seed_min_similarity=None, seed_cut_margin=margin,
-        seed_lexical_rank=lexical_rank,
-    )  # fmt: skip
+        config, min_similarity=gate, seed_min_similarity=None, seed_cut_margin=margin
+    )
     try:
         yield
     finally:
@@ -206,11 +200,10 @@ def collect(
     surface: bool,
     seed_cut: float | None,
     gate: float | None,
-    lexical_rank: int | None = None,
 ) -> Answers:
     answers: Answers = {}
     for rotation, memory in memories:
-        with recall_settings(memory, seed_cut, gate, lexical_rank):
+        with recall_settings(memory, seed_cut, gate):
             for query in (*rotation.related, *unrelated):
                 answers[rotation.k, query.id] = ask(memory, rotation.labels, query, surface)
     return answers
@@ -283,25 +276,21 @@ def run_trap_seed(
     starts = {t.id: task_start(t, root_cause(t)) for t in tasks}
     unrelated = unrelated_starts(humaneval_goals)
     gate = seed_gate(RecallConfig(min_similarity=DEFAULT_MIN_SIMILARITY))  # the store's
-    named: list[tuple[str, tuple[bool, float | None, float | None], int | None]] = [
-        ("as built (surface views, seed cut margin)", (True, None, None), None),
-        ("no surface views, seed cut margin", (False, None, None), None),
-        ("surface views, no margin", (True, gate, gate), None),
-        ("before: text only, no margin", (False, gate, gate), None),
+    named: list[tuple[str, tuple[bool, float | None, float | None]]] = [
+        ("as built (surface views, seed cut margin)", (True, None, None)),
+        ("no surface views, seed cut margin", (False, None, None)),
+        ("surface views, no margin", (True, gate, gate)),
+        ("before: text only, no margin", (False, gate, gate)),
     ]
-    # Ranker agreement (memory.recall, `seed_lexical_rank`): N = the lesson limit, 2x, 4x.
-    named += [(f"as built + ranker agreement, BM25 top {n}", (True, None, None), n)
-              for n in AGREEMENT_RANKS]  # fmt: skip
     embedder = CachedEmbedder(embedder)  # the grid asks the same texts again
     memories = list(_open(embedder, lessons, starts))
     try:
         settings = []
-        for name, knobs, rank in named:
+        for name, knobs in named:
             if on_step:
                 on_step(f"seed stage, trap tasks: {name}")
-            answers = collect(memories, unrelated, *knobs, lexical_rank=rank)
-            setting = score(name, answers, memories, unrelated, causes, knobs)
-            settings.append(setting.model_copy(update={"lexical_rank": rank}))
+            settings.append(score(name, collect(memories, unrelated, *knobs), memories,
+                                  unrelated, causes, knobs))  # fmt: skip
         grid = []
         for cut, gate in itertools.product(CUTS, GATES):
             if gate < cut:

@@ -25,8 +25,7 @@ Both stages are shown. Reflection: the error queries above with their error type
 the unrelated errors. Seed (task start, no error types; scripts/_recall_stages.py): the same
 error texts sent at the seed stage, and the loop's task-start text (goal + first lines of the
 input files) for each labelled case's `task_goal`, against the unrelated errors and goals;
-each as built and under other seed gates (memory.recall: a higher `seed_min_similarity`,
-ranker agreement `seed_lexical_rank`; scripts/_recall_stages.py, `SEED_SETTINGS`).
+each as built and with higher seed gates (memory.recall, `seed_min_similarity`).
 """
 
 from __future__ import annotations
@@ -59,7 +58,7 @@ from memory.matchtext import match_text
 from memory.quality import RankingMetrics, no_lesson_rate, ranking_metrics
 from memory.types import RecallStage
 from scripts._benchlib import REPO, round_robin, write_json_atomic
-from scripts._recall_stages import SEED_SETTINGS, configured, seed_parts, seed_views
+from scripts._recall_stages import SEED_GATES, gated, seed_parts, seed_views
 from scripts._recall_traps import TrapSeedReport, humaneval_goals, print_trap_seed, run_trap_seed
 
 SUITE = REPO / "benchmarks" / "recall"
@@ -331,10 +330,11 @@ def evaluate_seed(
     for view, (labelled, others) in seed_views(related, unrelated, task_starts, Query).items():
         if not labelled:
             continue
-        for setting, fields in SEED_SETTINGS.items():
-            run = partial(evaluate_method, f"{view}: {setting}", ranker, labelled, others,
-                          has_cut=True, note="recall as built")  # fmt: skip
-            reports.append(configured(memory, fields, run))
+        for gate in SEED_GATES:
+            name = f"{view}: " + (f"seed gate (best >= {gate})" if gate else "as built")
+            run = partial(evaluate_method, name, ranker, labelled, others, has_cut=True,
+                          note="recall as built")  # fmt: skip
+            reports.append(gated(memory, gate, run))
     return reports
 
 
