@@ -8,8 +8,8 @@ Two kinds of seed query, both without error types (the loop has none at task sta
   first 3 lines of each input file, 300 bytes read; and each file's head alone as a surface
   view), for the labelled cases' `task_goal`s and the unrelated goals.
 Each is scored as built (the seed gate at the store's cut, candidates down to the seed cut
-margin below it) and with `seed_min_similarity` 0.55, on the odd and the even labelled
-queries. The trap tasks' real
+margin below it) and with `seed_min_similarity` 0.45, 0.50 and 0.55 (`SEED_GATES`), on the
+odd and the even labelled queries. The trap tasks' real
 starts, with lessons a retrospective wrote, are in scripts/_recall_traps.py.
 """
 
@@ -56,8 +56,9 @@ def seed_views(
     }
 
 
-# The store's seed gate (its cut; memory.recall.seed_gate), and the one error texts need.
-SEED_GATES = (None, 0.55)
+# The seed gates compared (None: the store's cut, memory.recall.seed_gate): 0.55 is what
+# error texts alone need; 0.45 and 0.50 show the trade between the two on every run.
+SEED_GATES = (None, 0.45, 0.50, 0.55)
 
 
 def gated(memory: Any, gate: float | None, run: Callable[[], Any]) -> Any:

@@ -25,7 +25,7 @@ Both stages are shown. Reflection: the error queries above with their error type
 the unrelated errors. Seed (task start, no error types; scripts/_recall_stages.py): the same
 error texts sent at the seed stage, and the loop's task-start text (goal + first lines of the
 input files) for each labelled case's `task_goal`, against the unrelated errors and goals;
-each with and without the seed gate (memory.recall, `seed_min_similarity`).
+each as built and with higher seed gates (memory.recall, `seed_min_similarity`).
 """
 
 from __future__ import annotations
