@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import insert
 from sqlmodel import Session, col, select
 
+from memory.blas import one_blas_thread
 from memory.commit import AfterCommitHook, IndexChanges, IndexEntry, Written, write_through_each
 from memory.db import Database
 from memory.dedup import Match, Vector, cosine, dedup_text, index_text, pack, unpack
@@ -167,6 +168,14 @@ class LessonWriter:
     def _write_scope(
         self, session: Session, scope: str, items: list[tuple[int, _Prepared]], batch: _Batch
     ) -> None:
+        # The dedup scans are matrix products; OpenBLAS's threads only wait on a busy machine.
+        with one_blas_thread():
+            self._dedup_scope(session, scope, items, batch)
+        _insert(session, batch)
+
+    def _dedup_scope(
+        self, session: Session, scope: str, items: list[tuple[int, _Prepared]], batch: _Batch
+    ) -> None:
         by_type: dict[str, list[tuple[int, _Prepared]]] = {}
         for pos, p in items:
             by_type.setdefault(p.draft.error_type, []).append((pos, p))
@@ -189,7 +198,6 @@ class LessonWriter:
             mine = created[p.draft.error_type]
             match = _better(stored[pos], mine.best_one(p.dedup_vec))
             batch.results[pos] = self._write_one(session, p, match, mine, injected, batch)
-        _insert(session, batch)
 
     def _injected_vectors(self, session: Session, items: list[_Prepared]) -> dict[str, Vector]:
         ids = sorted({i for p in items for i in p.draft.injected_lesson_ids})
