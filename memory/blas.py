@@ -5,6 +5,8 @@ other. On a machine whose cores are busy with other work (a local LLM, other pro
 wait dominates: one draft against 2,000 dedup vectors (384 dims) took 9 ms on OpenBLAS's 2
 threads and 0.14 ms on one (2 cores, load 6). The products of the write and recall paths
 are that small, so they run on one thread; the caller's own BLAS setting is restored after.
+The libraries limited are those loaded at first use, numpy's among them (numpy is imported
+before any product runs); one loaded later (scipy's, say) keeps its threads.
 """
 
 from __future__ import annotations
