@@ -59,12 +59,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import Any, Literal, TextIO
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from sqlalchemy import bindparam, insert, update
 from sqlmodel import Session, col, select
 
-from memory.commit import IndexChanges, Written, write_through
+from memory.commit import IndexChanges, IndexEntry, Written, write_through
 from memory.dedup import dedup_text, index_text, pack
 from memory.errors import MemoryUsageError
 from memory.redact import redact
@@ -303,18 +304,37 @@ _SCALARS = {"id", "scope", "error_type", "symptom", "root_cause", "fix", "applie
 _SCALARS |= {"status", "seen", "recalled", "helped", "misled", "merged_into"}
 
 
-def _row(record: LessonRecord, dedup_vector: list[float], model: str) -> LessonRow:
-    return LessonRow(
+def _row(record: LessonRecord, dedup_vector: list[float], model: str) -> dict[str, Any]:
+    """The record's column values (written with Core statements: no ORM rows)."""
+    return {
         **record.model_dump(include=_SCALARS),
-        evidence=[e.model_dump() for e in record.evidence],
-        merged_from=list(record.merged_from),
+        "evidence": [e.model_dump() for e in record.evidence],
+        "merged_from": list(record.merged_from),
         # SQLite drops the offset on the way in: store UTC so every reader agrees.
-        created_at=record.created_at.astimezone(UTC),
-        updated_at=record.updated_at.astimezone(UTC),
-        embedding_model=model,
-        dedup_vector=pack(dedup_vector),
-        index_state=INDEX_PENDING,
-    )
+        "created_at": record.created_at.astimezone(UTC),
+        "updated_at": record.updated_at.astimezone(UTC),
+        "embedding_model": model,
+        "dedup_vector": pack(dedup_vector),
+        "index_state": INDEX_PENDING,
+    }
+
+
+_TABLE: Any = LessonRow.__table__  # type: ignore[attr-defined]
+
+
+def _store_rows(session: Session, new: list[dict[str, Any]], old: list[dict[str, Any]]) -> None:
+    """Insert the new rows and overwrite the replaced ones, one statement each."""
+    conn = session.connection()
+    if new:
+        conn.execute(insert(_TABLE), new)
+    if old:
+        columns = [c for c in old[0] if c != "id"]
+        conn.execute(
+            update(_TABLE)
+            .where(_TABLE.c.id == bindparam("b_id"))
+            .values({c: bindparam(f"b_{c}") for c in columns}),
+            [{"b_id": v["id"], **{f"b_{c}": v[c] for c in columns}} for v in old],
+        )
 
 
 def _write_chunk(
@@ -333,16 +353,27 @@ def _write_chunk(
 
     def write(session: Session) -> Written[None]:
         changes = IndexChanges()
+        ids = [r.id for r in todo]
+        locked = select(LessonRow.id).where(col(LessonRow.id).in_(ids)).with_for_update()
+        stored = set(session.exec(locked).all())
+        new: list[dict[str, Any]] = []
+        old: list[dict[str, Any]] = []
         for i, record in enumerate(todo):
-            exists = session.get(LessonRow, record.id, with_for_update=True) is not None
+            exists = record.id in stored
             if exists and not replace:
                 state.skipped.append(record.id)  # written by someone else meanwhile
                 continue
             (state.replaced if exists else state.imported).append(record.id)
-            # merge(): an existing row is overwritten in place, a new one inserted.
-            row = session.merge(_row(record, vectors[i], embedder.model_id))
-            changes.upsert.append(row)
-            changes.vectors[row.id] = vectors[len(todo) + i]
+            values = _row(record, vectors[i], embedder.model_id)
+            (old if exists else new).append(values)
+            changes.upsert.append(
+                IndexEntry(
+                    **{k: values[k] for k in ("id", "scope", "error_type", "status")},
+                    **{k: values[k] for k in ("embedding_model", "symptom", "root_cause")},
+                )
+            )
+            changes.vectors[record.id] = vectors[len(todo) + i]
+        _store_rows(session, new, old)
         return Written(None, changes)
 
     # A failed transaction raises out of import_lessons, so no report counts its ids.

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 MODEL_KEY = "lessonloop_embedding_model"
 SCOPE_KEY = "lessonloop_scope"
 DIM_KEY = "lessonloop_embedding_dim"
-_BATCH = 1000
+_BATCH = 1000  # entries per page when reading the index
 
 Metadata = dict[str, str]
 
@@ -159,6 +159,7 @@ class LessonIndex:
         self.dim = dim
         self.was_reset = False
         self._scopes: dict[str, Collection] = {}
+        self._write_batch: int | None = None
         try:
             self._open(self.name, {})
         except EmbeddingMismatchError:
@@ -249,6 +250,17 @@ class LessonIndex:
                 raise MemoryBackendError(f"cannot drop collection {name!r}: {exc}") from exc
         self._scopes.clear()
 
+    def _chunks(self, rows: Sequence[int]) -> Iterator[Sequence[int]]:
+        """`rows` in as few write calls as the client takes (`max_batch_size`: fewer calls,
+        each with chromadb's fixed cost of validation and a log commit)."""
+        if self._write_batch is None:
+            try:
+                self._write_batch = max(1, int(self.client.get_max_batch_size()))
+            except _chroma_errors() as exc:
+                raise MemoryBackendError(f"cannot reach the vector index: {exc}") from exc
+        for start in range(0, len(rows), self._write_batch):
+            yield rows[start : start + self._write_batch]
+
     def _check_dims(self, vectors: Sequence[Sequence[float]]) -> None:
         for vec in vectors:
             if len(vec) != self.dim:
@@ -271,8 +283,7 @@ class LessonIndex:
         for scope, rows in by_scope.items():
             collection = self._scope(scope, create=True)
             assert collection is not None  # create=True
-            for start in range(0, len(rows), _BATCH):
-                chunk = rows[start : start + _BATCH]
+            for chunk in self._chunks(rows):
                 try:
                     collection.upsert(
                         ids=[ids[i] for i in chunk],
@@ -292,8 +303,7 @@ class LessonIndex:
             collection = self._scope(scope, create=False)
             if collection is None:
                 continue  # not indexed at all: check() reports it as missing
-            for start in range(0, len(rows), _BATCH):
-                chunk = rows[start : start + _BATCH]
+            for chunk in self._chunks(rows):
                 collection.update(
                     ids=[ids[i] for i in chunk], metadatas=[dict(metadatas[i]) for i in chunk]
                 )
@@ -302,9 +312,10 @@ class LessonIndex:
         """Remove entries by lesson id, whatever scope collection holds them."""
         if not ids:
             return
+        positions = range(len(ids))
         for collection in self._all_scopes():
-            for start in range(0, len(ids), _BATCH):
-                collection.delete(ids=list(ids[start : start + _BATCH]))
+            for chunk in self._chunks(positions):
+                collection.delete(ids=[ids[i] for i in chunk])
 
     def count(self) -> int:
         """Number of entries."""

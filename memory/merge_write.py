@@ -2,26 +2,30 @@
 
 Each plan is compare-and-set (`memory.merges`): every lesson it touches is re-read inside
 the transaction and the plan is skipped (None) when one changed since it was made; the
-others of the batch are written. Members and processed flags go out as bulk statements, the
-canonicals and merge records in one flush; the index is written after the commits
-(`memory.commit`). Undo and the merge records' reads live in `memory.merges`.
+others of the batch are written. Everything goes out as bulk statements in SQLAlchemy Core
+(one read of the touched rows, one insert or update per kind of row): at 100k lessons a
+merge pass touches every lesson, and ORM rows (load, identity map, flush) cost more than
+the statements themselves. The index is written after the commits (`memory.commit`),
+members as metadata-only updates. Undo and the merge records' reads live in
+`memory.merges`.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import bindparam, update
+from sqlalchemy import bindparam, insert, update
 from sqlmodel import Session, col, select
 
-from memory.commit import AfterCommitHook, IndexChanges, Written, write_through_each
+from memory.commit import AfterCommitHook, IndexChanges, IndexEntry, Written, write_through_each
 from memory.db import Database
 from memory.dedup import dedup_text, index_text, pack
 from memory.embeddings import Embedder
 from memory.index import LessonIndex
-from memory.merges import MergePlan, MergeRecord, snapshot, to_record, unchanged
+from memory.merges import MergePlan, MergeRecord, snapshot, unchanged
 from memory.schema import (
     INDEX_PENDING,
     LessonRow,
@@ -73,13 +77,40 @@ def apply_merges(
     return out
 
 
-def _rows_of(session: Session, ids: Sequence[str]) -> dict[str, LessonRow]:
-    found: dict[str, LessonRow] = {}
+_LESSONS: Any = LessonRow.__table__  # type: ignore[attr-defined]
+_Values = dict[str, Any]  # a lesson row's column values
+
+
+def _rows_of(session: Session, ids: Sequence[str]) -> dict[str, _Values]:
+    """The column values of these lessons, locked for the transaction (PostgreSQL)."""
+    found: dict[str, _Values] = {}
     for start in range(0, len(ids), _SQL_CHUNK):
         chunk = list(ids[start : start + _SQL_CHUNK])
-        query = select(LessonRow).where(col(LessonRow.id).in_(chunk)).with_for_update()
-        found.update((r.id, r) for r in session.exec(query).all())
+        query = select(_LESSONS).where(_LESSONS.c.id.in_(chunk)).with_for_update()
+        found.update((r.id, dict(r._mapping)) for r in session.execute(query))
     return found
+
+
+def _entry(values: Mapping[str, Any]) -> IndexEntry:
+    return IndexEntry(
+        id=values["id"],
+        scope=values["scope"],
+        error_type=values["error_type"],
+        status=values["status"],
+        embedding_model=values["embedding_model"],
+        symptom=values["symptom"],
+        root_cause=values["root_cause"],
+    )
+
+
+class _Out:
+    """The statements a batch of merges writes, gathered while the plans are checked."""
+
+    def __init__(self) -> None:
+        self.new: list[_Values] = []  # canonicals to insert
+        self.folded: list[_Values] = []  # existing canonicals to update
+        self.merges: list[_Values] = []
+        self.done: list[tuple[MergePlan, str]] = []
 
 
 def _merge_writer(
@@ -89,134 +120,163 @@ def _merge_writer(
     model: str,
 ) -> Callable[[Session], Written[list[MergeRecord | None]]]:
     """The SQL of several merges of one scope, in one transaction: one read of every lesson
-    they touch, a compare-and-set per merge, bulk updates for the members."""
+    they touch, a compare-and-set per merge, bulk statements for the rows."""
 
     def write(session: Session) -> Written[list[MergeRecord | None]]:
         rows = _rows_of(session, [i for p in plans for i in _touched(p)])
         now = utcnow()
         changes = IndexChanges()
         records: list[MergeRecord | None] = []
-        done: list[tuple[MergePlan, str]] = []
-        # No flush per statement: the canonicals and merge rows go out in one flush at the end.
-        with session.no_autoflush:
-            for plan, dedup_vec, index_vec in zip(plans, dedup_vecs, index_vecs, strict=True):
-                record = _merge_one(session, plan, rows, now, pack(dedup_vec), model)
-                records.append(record)
-                if record is None:
-                    continue
-                canonical = rows[record.canonical_id]
-                done.append((plan, canonical.id))
-                changes.upsert.append(canonical)
-                changes.vectors[canonical.id] = index_vec
-                changes.metadata.extend(rows[i] for i in plan.member_ids)
-        session.flush()
-        _mark_merged(session, done, now)
-        _mark_processed(session, done)
+        out = _Out()
+        for plan, dedup_vec, index_vec in zip(plans, dedup_vecs, index_vecs, strict=True):
+            record = _merge_one(plan, rows, now, pack(dedup_vec), model, out)
+            records.append(record)
+            if record is None:
+                continue
+            canonical = rows[record.canonical_id]
+            changes.upsert.append(_entry(canonical))
+            changes.vectors[record.canonical_id] = index_vec
+            changes.metadata.extend(_entry(rows[i]) for i in plan.member_ids)
+        _write_rows(session, out, now)
+        _mark_processed(session, out.done)
         return Written(records, changes)
 
     return write
 
 
 def _merge_one(
-    session: Session,
     plan: MergePlan,
-    rows: dict[str, LessonRow],
+    rows: dict[str, _Values],
     now: datetime,
     dedup_vector: bytes,
     model: str,
+    out: _Out,
 ) -> MergeRecord | None:
-    """One merge inside the batch's transaction; None (nothing written) if a lesson changed."""
+    """One merge of the batch, gathered into `out`; None (nothing written) if a lesson
+    changed. `rows` is brought up to date with what the batch writes."""
     ids = _touched(plan)
     if not all(unchanged(rows.get(i), plan.expected[i]) for i in ids):
         return None
     before = [snapshot(rows[i]) for i in ids]
-    canonical = rows[plan.canonical_id] if plan.canonical_id else _new_canonical(plan, now)
+    if plan.canonical_id:
+        canonical = rows[plan.canonical_id]
+        out.folded.append(canonical)
+    else:
+        canonical = _new_canonical(plan, now)
+        rows[canonical["id"]] = canonical
+        out.new.append(canonical)
     _write_canonical(canonical, plan, now, dedup_vector, model)
-    session.add(canonical)
-    rows[canonical.id] = canonical
     for member_id in plan.member_ids:
-        member = rows[member_id]
-        # Detached: one bulk UPDATE of the batch writes them; the index reads these values.
-        session.expunge(member)
-        member.status, member.merged_into, member.updated_at = "merged", canonical.id, now
-    merge = MergeRow(
-        id="mrg_" + secrets.token_hex(6),
+        rows[member_id].update(status="merged", merged_into=canonical["id"], updated_at=now)
+    merge: _Values = {
+        "id": "mrg_" + secrets.token_hex(6),
+        "scope": plan.scope,
+        "error_type": plan.error_type,
+        "canonical_id": canonical["id"],
+        "created_canonical": plan.canonical_id is None,
+        "member_ids": list(plan.member_ids),
+        "before": before,
+        "after_canonical": {"updated_at": now.isoformat()},
+        "written_by": plan.written_by,
+        "created_at": now,
+        "undone_at": None,
+    }
+    out.merges.append(merge)
+    out.done.append((plan, canonical["id"]))
+    return MergeRecord(
+        id=merge["id"],
         scope=plan.scope,
         error_type=plan.error_type,
-        canonical_id=canonical.id,
-        created_canonical=plan.canonical_id is None,
-        member_ids=list(plan.member_ids),
-        before=before,
-        after_canonical={"updated_at": now.isoformat()},
+        canonical_id=canonical["id"],
+        created_canonical=merge["created_canonical"],
+        member_ids=plan.member_ids,
         written_by=plan.written_by,
         created_at=now,
     )
-    session.add(merge)
-    return to_record(merge)
 
 
 def _touched(plan: MergePlan) -> list[str]:
     return [*([plan.canonical_id] if plan.canonical_id else []), *plan.member_ids]
 
 
-def _new_canonical(plan: MergePlan, now: datetime) -> LessonRow:
-    return LessonRow(
-        id="les_" + secrets.token_hex(8),
-        scope=plan.scope,
-        error_type=plan.error_type,
-        symptom="",
-        root_cause="",
-        fix="",
-        created_at=now,
-        updated_at=now,
-        # Explicit values: sqlmodel's default_factory path costs ~1 ms per row.
-        evidence=[],
-        merged_from=[],
-        embedding_model="",
-        dedup_vector=b"",
-        index_state=INDEX_PENDING,
-    )
+def _new_canonical(plan: MergePlan, now: datetime) -> _Values:
+    return {
+        "id": "les_" + secrets.token_hex(8),
+        "scope": plan.scope,
+        "error_type": plan.error_type,
+        "created_at": now,
+        "evidence": [],
+        "merged_from": [],
+        "merged_into": None,
+        "embedding_model": "",
+        "dedup_vector": b"",
+        "index_state": INDEX_PENDING,
+    }
+
+
+# What a merge writes into its canonical (the rest of a folded canonical stays as it was).
+_CANONICAL_COLUMNS = (
+    *("symptom", "root_cause", "fix", "applies_when", "status", "seen", "recalled"),
+    *("helped", "misled", "evidence", "merged_from", "merged_into", "dedup_vector"),
+    *("embedding_model", "index_state", "updated_at"),
+)
 
 
 def _write_canonical(
-    row: LessonRow, plan: MergePlan, now: datetime, dedup_vector: bytes, model: str
+    row: _Values, plan: MergePlan, now: datetime, dedup_vector: bytes, model: str
 ) -> None:
-    row.symptom, row.root_cause, row.fix = plan.symptom, plan.root_cause, plan.fix
-    row.applies_when, row.status = plan.applies_when, plan.status
-    row.seen, row.recalled, row.helped, row.misled = (
-        plan.seen,
-        plan.recalled,
-        plan.helped,
-        plan.misled,
+    row.update(
+        symptom=plan.symptom,
+        root_cause=plan.root_cause,
+        fix=plan.fix,
+        applies_when=plan.applies_when,
+        status=plan.status,
+        seen=plan.seen,
+        recalled=plan.recalled,
+        helped=plan.helped,
+        misled=plan.misled,
+        evidence=evidence_json(plan.evidence),
+        merged_from=list(plan.merged_from),
+        merged_into=None,
+        dedup_vector=dedup_vector,
+        embedding_model=model,
+        index_state=INDEX_PENDING,
+        updated_at=now,
     )
-    row.evidence = evidence_json(plan.evidence)
-    row.merged_from = list(plan.merged_from)
-    row.merged_into = None
-    row.dedup_vector = dedup_vector
-    row.embedding_model = model
-    row.index_state = INDEX_PENDING
-    row.updated_at = now
 
 
-def _mark_merged(session: Session, done: Sequence[tuple[MergePlan, str]], now: datetime) -> None:
-    """The members of every merge of the batch, in one statement (Core, not the ORM: the
-    member rows are detached, nothing in the session to bring in step)."""
-    params = [{"b_id": m, "b_into": cid} for plan, cid in done for m in plan.member_ids]
+def _write_rows(session: Session, out: _Out, now: datetime) -> None:
+    """The batch's statements: new canonicals, folded canonicals, members, merge records."""
+    conn = session.connection()
+    if out.new:
+        conn.execute(insert(_LESSONS), out.new)
+    if out.folded:
+        conn.execute(
+            update(_LESSONS)
+            .where(_LESSONS.c.id == bindparam("b_id"))
+            .values({c: bindparam(f"b_{c}") for c in _CANONICAL_COLUMNS}),
+            [{"b_id": r["id"], **{f"b_{c}": r[c] for c in _CANONICAL_COLUMNS}} for r in out.folded],
+        )
+    # The members of every merge of the batch, in one statement.
+    params = [{"b_id": m, "b_into": cid} for plan, cid in out.done for m in plan.member_ids]
     if params:
-        session.connection().execute(
-            update(LessonRow)
-            .where(col(LessonRow.id) == bindparam("b_id"))
+        conn.execute(
+            update(_LESSONS)
+            .where(_LESSONS.c.id == bindparam("b_id"))
             .values(status="merged", merged_into=bindparam("b_into"), updated_at=now),
             params,
         )
+    if out.merges:
+        conn.execute(insert(MergeRow.__table__), out.merges)  # type: ignore[attr-defined]
 
 
 def _mark_processed(session: Session, done: Sequence[tuple[MergePlan, str]]) -> None:
     """Every lesson of the merges is processed; a new canonical takes its leader's vector
     (it stands for the leader's cluster in later passes)."""
+    conn = session.connection()
     ids = list(dict.fromkeys(i for plan, cid in done for i in (cid, *plan.member_ids)))
     for start in range(0, len(ids), _SQL_CHUNK):
-        session.connection().execute(
+        conn.execute(
             update(RootCauseVectorRow)
             .where(col(RootCauseVectorRow.lesson_id).in_(ids[start : start + _SQL_CHUNK]))
             .values(processed=True)
@@ -225,19 +285,16 @@ def _mark_processed(session: Session, done: Sequence[tuple[MergePlan, str]]) -> 
     leaders = list(created)
     for start in range(0, len(leaders), _SQL_CHUNK):
         chunk = leaders[start : start + _SQL_CHUNK]
-        found = session.exec(
+        found = conn.execute(
             select(
                 RootCauseVectorRow.lesson_id,
                 RootCauseVectorRow.embedding_model,
                 RootCauseVectorRow.vector,
             ).where(col(RootCauseVectorRow.lesson_id).in_(chunk))
         ).all()
-        for leader_id, model, vector in found:
-            session.add(
-                RootCauseVectorRow(
-                    lesson_id=created[leader_id],
-                    embedding_model=model,
-                    vector=vector,
-                    processed=True,
-                )
-            )
+        values = [
+            {"lesson_id": created[leader], "embedding_model": m, "vector": v, "processed": True}
+            for leader, m, v in found
+        ]
+        if values:
+            conn.execute(insert(RootCauseVectorRow.__table__), values)  # type: ignore[attr-defined]

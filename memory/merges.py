@@ -15,6 +15,7 @@ after the commits (`memory.commit`). Undo restores the before-snapshots exactly.
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -81,11 +82,11 @@ class MergeRecord(BaseModel):
     undone_at: datetime | None = None
 
 
-def snapshot(row: LessonRow) -> dict[str, Any]:
-    """Every column of a lesson row as JSON (bytes base64, datetimes ISO)."""
+def snapshot(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Every column of a lesson row (its column values) as JSON (bytes base64, datetimes ISO)."""
     data: dict[str, Any] = {}
     for name in LessonRow.model_fields:
-        value = getattr(row, name)
+        value = row[name]
         if isinstance(value, bytes):
             value = base64.b64encode(value).decode()
         elif isinstance(value, datetime):
@@ -128,13 +129,14 @@ def to_record(row: MergeRow) -> MergeRecord:
     )
 
 
-def unchanged(row: LessonRow | None, expected: datetime) -> bool:
-    """The lesson is still active, unmerged and as the plan saw it (compare-and-set)."""
+def unchanged(row: Mapping[str, Any] | None, expected: datetime) -> bool:
+    """The lesson (its column values) is still active, unmerged and as the plan saw it
+    (compare-and-set)."""
     return (
         row is not None
-        and row.status in ACTIVE
-        and row.merged_into is None
-        and aware(row.updated_at) == aware(expected)
+        and row["status"] in ACTIVE
+        and row["merged_into"] is None
+        and aware(row["updated_at"]) == aware(expected)
     )
 
 

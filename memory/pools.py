@@ -34,6 +34,7 @@ from memory.dedup import Match, Vector
 from memory.schema import LessonRow
 
 _PRODUCT = 1 << 23  # floats in one (queries, stored rows) similarity block: 32 MiB
+_FEW = 4  # up to this many queries, one matrix-vector product each (see `VectorSet.best`)
 
 
 class VectorSet:
@@ -88,6 +89,10 @@ class VectorSet:
         """The most similar stored vector of each of `vectors` (one matrix product)."""
         if not self._ids or not vectors:
             return [None] * len(vectors)
+        if len(vectors) <= _FEW:
+            # A matrix-vector product per query: OpenBLAS's matrix product with one or two
+            # query rows is 10-20x slower (measured 17 ms against 1.5 ms at 20k rows).
+            return [self.best_one(v) for v in vectors]
         queries = np.stack(vectors)
         best_sim = np.full(len(vectors), -np.inf, dtype=np.float32)
         best_row = np.zeros(len(vectors), dtype=np.int64)

@@ -10,19 +10,22 @@ from sqlmodel import col, select
 
 from memory.db import Database
 from memory.errors import LessonNotFoundError
-from memory.schema import LessonRow, to_lesson
+from memory.schema import LESSON_COLUMNS, LessonRow, lesson_from
 from memory.types import Lesson, LessonFilter, Page
 
 _SQL_CHUNK = 900  # SQLite caps the bound parameters of one statement
+_TABLE: Any = LessonRow.__table__  # type: ignore[attr-defined]
+# A lesson's columns as plain values (Core): no ORM rows, no dedup vector read.
+_LESSON = select(*(_TABLE.c[name] for name in LESSON_COLUMNS))
 
 
 def get(db: Database, lesson_id: str) -> Lesson:
     """One lesson by id; `LessonNotFoundError` if there is none."""
     with db.read() as session:
-        row = session.get(LessonRow, lesson_id)
-        if row is None:
-            raise LessonNotFoundError(f"no lesson {lesson_id!r}")
-        return to_lesson(row)
+        row = session.execute(_LESSON.where(_TABLE.c.id == lesson_id)).first()
+    if row is None:
+        raise LessonNotFoundError(f"no lesson {lesson_id!r}")
+    return lesson_from(row._mapping)
 
 
 def get_many(db: Database, lesson_ids: Sequence[str]) -> list[Lesson]:
@@ -31,8 +34,8 @@ def get_many(db: Database, lesson_ids: Sequence[str]) -> list[Lesson]:
     for start in range(0, len(lesson_ids), _SQL_CHUNK):
         chunk = list(lesson_ids[start : start + _SQL_CHUNK])
         with db.read() as session:
-            rows = session.exec(select(LessonRow).where(col(LessonRow.id).in_(chunk))).all()
-            found.update((r.id, to_lesson(r)) for r in rows)
+            rows = session.execute(_LESSON.where(_TABLE.c.id.in_(chunk))).all()
+            found.update((r.id, lesson_from(r._mapping)) for r in rows)
     return [found[i] for i in lesson_ids if i in found]
 
 
@@ -59,8 +62,8 @@ def list_lessons(db: Database, where: LessonFilter) -> Page[Lesson]:
             .offset(where.offset)
             .limit(where.limit)
         ).all()
-        rows = {r.id: r for r in session.exec(select(LessonRow).where(col(LessonRow.id).in_(page)))}
-        items = tuple(to_lesson(rows[i]) for i in page if i in rows)
+        rows = {r.id: r for r in session.execute(_LESSON.where(_TABLE.c.id.in_(page)))}
+        items = tuple(lesson_from(rows[i]._mapping) for i in page if i in rows)
     return Page[Lesson](items=items, total=total, offset=where.offset, limit=where.limit)
 
 

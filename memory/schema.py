@@ -15,6 +15,7 @@ PostgreSQL.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -211,26 +212,26 @@ TABLES: list[Any] = [
 
 def to_lesson(row: LessonRow) -> Lesson:
     """Frozen domain model from a row (validates status and evidence on the way out)."""
+    return lesson_from({name: getattr(row, name) for name in LESSON_COLUMNS})
+
+
+# The columns a `Lesson` is built from (not the dedup vector nor the index state).
+LESSON_COLUMNS = (
+    *("id", "scope", "error_type", "symptom", "root_cause", "fix", "applies_when", "evidence"),
+    *("status", "seen", "recalled", "helped", "misled", "merged_into", "merged_from"),
+    *("created_at", "updated_at", "embedding_model"),
+)
+
+
+def lesson_from(values: Mapping[Any, Any]) -> Lesson:
+    """`to_lesson` for a row's column values (a bulk insert's, which builds no ORM row)."""
     return Lesson.model_validate(
         {
-            "id": row.id,
-            "scope": row.scope,
-            "error_type": row.error_type,
-            "symptom": row.symptom,
-            "root_cause": row.root_cause,
-            "fix": row.fix,
-            "applies_when": row.applies_when,
-            "evidence": tuple(Evidence.model_validate(e) for e in row.evidence or ()),
-            "status": row.status,
-            "seen": row.seen,
-            "recalled": row.recalled,
-            "helped": row.helped,
-            "misled": row.misled,
-            "merged_into": row.merged_into,
-            "merged_from": tuple(row.merged_from or ()),
-            "created_at": aware(row.created_at),
-            "updated_at": aware(row.updated_at),
-            "embedding_model": row.embedding_model,
+            **{name: values[name] for name in LESSON_COLUMNS},
+            "evidence": tuple(Evidence.model_validate(e) for e in values["evidence"] or ()),
+            "merged_from": tuple(values["merged_from"] or ()),
+            "created_at": aware(values["created_at"]),
+            "updated_at": aware(values["updated_at"]),
         }
     )
 

@@ -72,9 +72,9 @@ def check(db: Database, index: LessonIndex, embedder: Embedder, *, repair: bool)
         to_index = _rows_by_id(db, pending + missing)
         vectors = embedder.embed([index_text(r.symptom, r.root_cause) for r in to_index])
         changes = IndexChanges(
-            upsert=to_index,
+            upsert=[*to_index],
             vectors=vectors_by_id(to_index, vectors),
-            metadata=_rows_by_id(db, drift),
+            metadata=[*_rows_by_id(db, drift)],
             # Lessons indexed in the wrong scope's collection are re-added after the delete.
             delete=[i for i in missing if i in in_index] + orphans,
         )
@@ -120,7 +120,9 @@ def reindex(
                     )
                     row.embedding_model = embedder.model_id
         vectors = embedder.embed([index_text(r.symptom, r.root_cause) for r in page])
-        apply_to_index(db, index, IndexChanges(upsert=page, vectors=vectors_by_id(page, vectors)))
+        apply_to_index(
+            db, index, IndexChanges(upsert=[*page], vectors=vectors_by_id(page, vectors))
+        )
         done += len(page)
         if progress is not None:
             progress(done, total)

@@ -195,5 +195,7 @@ def fix_vectors(db: Database, embedder: Embedder, ids: Sequence[str]) -> dict[st
                 select(LessonRow.id, LessonRow.fix).where(col(LessonRow.id).in_(chunk))
             ).all()
         fixes.update(dict(rows))
-    keys = list(fixes)
-    return dict(zip(keys, embedder.embed([fixes[k] for k in keys]), strict=True))
+    # Each distinct text once: lessons of one root cause often carry the very same fix.
+    texts = list(dict.fromkeys(fixes.values()))
+    by_text = dict(zip(texts, embedder.embed(texts), strict=True))
+    return {k: by_text[text] for k, text in fixes.items()}

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.llm.base import LLM, Usage
 from memory import Bucket, BucketVectors, Lease, Lesson, MergePlan, MergeRecord
+from memory.blas import one_blas_thread
 from memory.merges import ACTIVE
 from memory.store import Memory
 from retrospectives.canonical import write_canonical
@@ -239,6 +240,11 @@ class Consolidator:
 
     def _clusters(self, vectors: BucketVectors) -> list[Cluster]:
         """The bucket's clusters: across error types (default) or leader clustering."""
+        # Many matrix products: on one BLAS thread (memory.blas says why).
+        with one_blas_thread():
+            return self._cluster(vectors)
+
+    def _cluster(self, vectors: BucketVectors) -> list[Cluster]:
         cfg = self.config
         if not cfg.across_error_types:
             return leader_clusters(
