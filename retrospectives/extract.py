@@ -340,5 +340,6 @@ def deterministic_advice(result: RunResult, step: FailureStep) -> Advice:
 
 
 def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
+    # Redact before cutting: a secret cut in half no longer matches the redaction patterns.
+    text = redact(" ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 3] + "..."

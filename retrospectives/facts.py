@@ -150,8 +150,10 @@ def diff_summary(diff: str, *, limit: int = 300) -> str:
 
 
 def _code_lines(diff: str, sign: str) -> list[str]:
+    """The code lines on one side of `diff`, redacted: they may be cut to fit, and a secret
+    cut in half no longer matches the redaction patterns."""
     lines = (ln[1:].strip() for ln in diff.splitlines() if _is_change(ln, sign))
-    return [ln for ln in lines if _is_code(ln)]
+    return [redact(ln) for ln in lines if _is_code(ln)]
 
 
 def _whole_lines(lines: Sequence[str], budget: int) -> str:

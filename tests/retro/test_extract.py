@@ -266,6 +266,19 @@ def test_verified_change_shows_whole_lines_and_counts_the_rest() -> None:
     assert shown >= 2 and shown + counted == 2 + 5  # each code line shown or counted, once
 
 
+def test_a_secret_in_a_line_cut_to_fit_is_redacted_before_the_cut() -> None:
+    from retrospectives.facts import diff_summary
+
+    token = (
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJXNjROcDJBa3RVIiwicm9sZSI6ImFkbWluIn0"
+        ".N7r3m4nS-6398JGsXQFaxMMWbdLJENMCb9HEHcyPNBE"
+    )
+    diff = f'-CONFIG = "401 Unauthorized: token {token} expired"\n+CONFIG = ""\n'
+    for limit in (60, 120, 300):  # the removed line cut at several places, or whole
+        text = diff_summary(diff, limit=limit)
+        assert not any(token[i : i + 10] in text for i in range(len(token) - 9)), text
+
+
 def test_a_long_fix_gives_way_to_the_verified_change() -> None:
     from retrospectives.extract import CHANGE_MARK, with_change
 
