@@ -88,9 +88,8 @@ class Rounds(BaseModel):
 def outcome(feedback: Feedback) -> str:
     if feedback.passed:
         return "success"
-    detail = feedback.key_message or feedback.summary
-    kind = f"{feedback.kind} {feedback.error_type}" if feedback.error_type else feedback.kind
-    return f"{kind}: {detail}"[:160]
+    # A crash's key message already starts with its exception type.
+    return f"{feedback.kind}: {feedback.key_message or feedback.summary}"[:160]
 
 
 def first_rounds(llm: LLM, task: Task, recall: Recall, sandbox: Sandbox, k: int) -> Rounds:

@@ -45,5 +45,5 @@ def test_a_case_records_why_each_sample_of_b_failed() -> None:
     assert (case.task_b, case.recalled, case.samples) == (b.id, 2, 2)
     assert (case.passed_with, case.passed_without) == (2, 0)
     assert case.outcomes_with == ("success", "success")
-    assert all(o.startswith("runtime_error ValueError: ") for o in case.outcomes_without)
+    assert all(o.startswith("runtime_error: ValueError: ") for o in case.outcomes_without)
     assert "€" in case.outcomes_without[0]
