@@ -239,9 +239,7 @@ class Retrospective:
             fix=advice.fix,
             applies_when=advice.applies_when,
             evidence=(
-                Evidence(
-                    run_id=result.run_id, excerpt=_clip(redact(excerpt), self.config.excerpt_chars)
-                ),
+                Evidence(run_id=result.run_id, excerpt=_clip(excerpt, self.config.excerpt_chars)),
             ),
             status="candidate",
             injected_lesson_ids=injected,
