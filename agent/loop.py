@@ -37,7 +37,7 @@ from agent.llm.base import LLM, Message, Usage
 from agent.queries import error_types, seed_query
 from agent.result import PoolEntry, RoundAction, RoundRecord, RunResult, StopReason
 from agent.sandbox import Sandbox
-from agent.search import Chosen, RoundSearch, rank_feedback
+from agent.search import Chosen, Pool, RoundSearch, rank_feedback
 from agent.splice import programs_of, splice_repair
 from agent.stopping import decide_stop
 from agent.task import Task
@@ -61,6 +61,9 @@ class LoopConfig(BaseModel):
     pool_size: int = Field(default=3, ge=1, le=16)
     # Total tokens one task may spend; no new candidate is drawn once it is reached.
     token_budget: int | None = Field(default=None, ge=1)
+    # When round 1's candidate, written with seed lessons, fails: draw the same generation
+    # without them and keep the better (see `_Run._first_round`).
+    seed_control: bool = True
     lesson_limit: int = 3
     lesson_token_budget: int = 300
     max_tokens: int = 1024
@@ -139,18 +142,14 @@ class _Run:
             run_dir=self.run_dir,
         )
         self.search = RoundSearch(self)
+        # Seed lessons a lesson-free control outranked in round 1: not shown again this run.
+        self.outranked: tuple[str, ...] = ()
 
     # -- the loop -------------------------------------------------------------------------
 
     def execute(self) -> RunResult:
         text, surface = seed_query(self.task)
-        lessons = self._recall("seed", text, (), surface)
-        t0 = time.monotonic()
-        first, usage = self.generate(lessons)
-        self.emit("generated", 1, "generate", usage, time.monotonic() - t0)
-        self.search.digests.add(first.digest())
-        checks, check_usage = self.check_one(first, 1, 0)
-        self._append(1, "generate", (first, checks, usage + check_usage), (), t0, 0, lessons)
+        self._first_round(self._recall("seed", text, (), surface))
         while True:
             stop = self._stop_reason()
             if stop is not None:
@@ -165,6 +164,43 @@ class _Run:
             stop = self._refine(last, lessons, t0)
             if stop is not None:
                 return self._finish(stop)
+
+    def _first_round(self, lessons: Sequence[ScoredLesson]) -> None:
+        """Round 1: one greedy generation shown the seed lessons.
+
+        A seed lesson is a hypothesis about a task it was not learned on: the small model
+        follows it to the letter, and one from a near-miss task (measured: a "skip rows that
+        are not digits" lesson handed to a task whose '$' amounts it then skipped) costs more
+        than the right one saves. So when that candidate fails, the same generation is drawn
+        without the lessons (the control), and the better by `rank_feedback` is the round's
+        (the first on a tie); the other becomes the runner-up the next round's samples
+        alternate to. When the control strictly outranks it, the lessons misled here: they are
+        kept out of this run's later prompts and reported (`RunResult.outranked_lesson_ids`).
+        """
+        t0 = time.monotonic()
+        pool = Pool()
+        first, usage = self.generate(lessons)
+        self.emit("generated", 1, "generate", usage, time.monotonic() - t0)
+        self.search.take(pool, first, "generate", self.cfg.temperature, usage, 1)
+        if lessons and self.cfg.seed_control and not pool.passed:
+            drawn_at = time.monotonic()
+            control, cost = self.generate(())
+            if control.digest() in self.search.digests:
+                pool.wasted += cost  # the lessons changed nothing
+                pool.repeats += 1
+                self.emit("resampled", 1, "control gave the same program")
+            else:
+                self.emit("generated", 1, "control", cost, time.monotonic() - drawn_at)
+                self.search.take(pool, control, "control", self.cfg.temperature, cost, 1)
+        if len(pool.drawn) == 1:
+            self._append(1, "generate", pool.drawn[0], (), t0, pool.repeats, lessons)
+            self.unrecorded_usage += pool.wasted
+            return
+        chosen, entries = self.search.choose(pool)
+        with_, without = (rank_feedback(d[1][-1]) for d in pool.drawn)
+        if without > with_:
+            self.outranked = tuple(s.lesson.id for s in lessons)
+        self._append(1, "generate", chosen, entries, t0, pool.repeats, lessons)
 
     def _stop_reason(self) -> StopReason | None:
         return decide_stop(
@@ -196,6 +232,7 @@ class _Run:
             usage=usage,
             seconds=time.monotonic() - self.started,
             run_dir=self.run_dir,
+            outranked_lesson_ids=self.outranked,
         )
 
     # -- steps ----------------------------------------------------------------------------
@@ -216,7 +253,7 @@ class _Run:
             limit=self.cfg.lesson_limit,
             token_budget=self.cfg.lesson_token_budget,
         )
-        lessons = self.agent.recall.recall(query)
+        lessons = [s for s in self.agent.recall.recall(query) if s.lesson.id not in self.outranked]
         if lessons:
             ids = [s.lesson.id for s in lessons]
             self.agent.recall.report_use(self.run_id, stage, ids)

@@ -23,7 +23,7 @@ RoundAction = Literal["generate", "refine"]
 # How a candidate of a round was drawn: the first generation, the refiner's answer (greedy or
 # hotter) to the best candidate so far, a hot repair of the last round's runner-up, or a
 # fresh generation that was shown the failing example.
-CandidateOrigin = Literal["generate", "refine", "refine_hot", "refine_alt", "fresh"]
+CandidateOrigin = Literal["generate", "control", "refine", "refine_hot", "refine_alt", "fresh"]
 
 
 class PoolEntry(BaseModel):
@@ -79,6 +79,8 @@ class RunResult(BaseModel):
     usage: Usage
     seconds: float
     run_dir: Path | None = None
+    # Seed lessons whose round-1 candidate a lesson-free control outranked: they misled here.
+    outranked_lesson_ids: tuple[str, ...] = ()
 
     @property
     def best(self) -> Candidate:
@@ -132,6 +134,7 @@ class RunResult(BaseModel):
             ),
             seconds=round(self.seconds, 3),
             recalled_lesson_ids=self.recalled_lesson_ids,
+            outranked_lesson_ids=self.outranked_lesson_ids,
             run_dir=str(self.run_dir) if self.run_dir else None,
         )
 
@@ -193,4 +196,5 @@ class RunSummary(BaseModel):
     usage: UsageSummary
     seconds: float
     recalled_lesson_ids: tuple[str, ...]
+    outranked_lesson_ids: tuple[str, ...]
     run_dir: str | None

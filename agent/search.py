@@ -210,12 +210,12 @@ class RoundSearch:
                 run.emit("resampled", round_no, f"{origin} gave {reason}")
                 continue
             run.emit("generated", round_no, origin, cost, time.monotonic() - drawn_at)
-            self._take(pool, candidate, origin, temperature, cost, round_no)
+            self.take(pool, candidate, origin, temperature, cost, round_no)
         if not pool.drawn and incomplete is not None:
             # Only replies without the files: check one, so the rule check's "missing file"
             # reaches the refiner (its tokens are already counted as wasted).
             pool.repeats -= 1
-            self._take(pool, *incomplete, Usage(), round_no)
+            self.take(pool, *incomplete, Usage(), round_no)
         return pool
 
     def choose(self, pool: Pool) -> tuple[Chosen, tuple[PoolEntry, ...]]:
@@ -234,7 +234,7 @@ class RoundSearch:
         total = sum((d[2] for d in pool.drawn), pool.wasted)
         return (pool.drawn[best][0], pool.drawn[best][1], total), entries
 
-    def _take(
+    def take(
         self,
         pool: Pool,
         candidate: Candidate,

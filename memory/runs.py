@@ -98,10 +98,13 @@ def finish_run(
     rounds: int,
     prompt_tokens: int,
     completion_tokens: int,
+    misled_ids: Sequence[str] = (),
 ) -> Run:
     """Store the outcome; settle the run's pending uses and bump helped/misled once per lesson.
 
-    Finishing twice re-stores the numbers but does not count the lessons again.
+    `misled_ids` count as misled even in a run that passed: the run showed they made things
+    worse (a control without them did better). Finishing twice re-stores the numbers but does
+    not count the lessons again.
     """
     outcome = "passed" if passed else "failed"
     with db.write(lock_scope=_run_lock(run_id)) as session:
@@ -121,14 +124,15 @@ def finish_run(
         for use in pending:
             use.outcome = outcome
             session.add(use)
-        lesson_ids = sorted({use.lesson_id for use in pending})
-        if lesson_ids:
-            counter = LessonRow.helped if passed else LessonRow.misled
-            session.execute(
-                update(LessonRow)
-                .where(col(LessonRow.id).in_(lesson_ids))
-                .values({counter: counter + 1})
-            )
+        lesson_ids = {use.lesson_id for use in pending}
+        misled = lesson_ids & set(misled_ids) if passed else lesson_ids
+        for ids, counter in ((lesson_ids - misled, LessonRow.helped), (misled, LessonRow.misled)):
+            if ids:
+                session.execute(
+                    update(LessonRow)
+                    .where(col(LessonRow.id).in_(sorted(ids)))
+                    .values({counter: counter + 1})
+                )
         session.flush()
         return to_run(run)
 

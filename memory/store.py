@@ -325,8 +325,10 @@ class Memory(ConsolidationMethods):
         rounds: int = 0,
         prompt_tokens: int = 0,
         completion_tokens: int = 0,
+        misled_ids: Sequence[str] = (),
     ) -> Run:
-        """Store the run's outcome; its used lessons get `helped` (passed) or `misled`."""
+        """Store the run's outcome; its used lessons get `helped` (passed) or `misled`, and
+        `misled_ids` get `misled` whatever the outcome (the run showed they made it worse)."""
         return runs.finish_run(
             self._db,
             run_id,
@@ -334,6 +336,7 @@ class Memory(ConsolidationMethods):
             rounds=rounds,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
+            misled_ids=misled_ids,
         )
 
     def get_run(self, run_id: str) -> Run:

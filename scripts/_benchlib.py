@@ -166,6 +166,8 @@ class RunRecord(BaseModel):
     family: str
     passed: bool
     first_round_passed: bool
+    # Round 1 passed by its control (the generation without seed lessons), not the lessons.
+    first_round_by_control: bool = False
     rounds: int
     stop_reason: str
     tokens: int
@@ -188,6 +190,7 @@ class ConditionMetrics(BaseModel):
 
     runs: int
     first_round_success: Spread
+    first_round_by_control: Spread  # of those first-round passes, the control's share of runs
     final_success: Spread
     mean_rounds: Spread
     tokens_per_solved: Spread
@@ -201,6 +204,7 @@ def _stream_figures(rs: Sequence[RunRecord]) -> dict[str, float | None]:
     solved = sum(r.passed for r in rs)
     return {
         "first_round_success": ratio(sum(r.first_round_passed for r in rs), len(rs)),
+        "first_round_by_control": ratio(sum(r.first_round_by_control for r in rs), len(rs)),
         "final_success": ratio(solved, len(rs)),
         "mean_rounds": ratio(sum(r.rounds for r in rs), len(rs)),
         "tokens_per_solved": ratio(sum(r.tokens for r in rs), solved),
@@ -343,7 +347,8 @@ class SeededLLM:
         )
 
 
-_COLUMNS = (("1st-round ok", "first_round_success", "{:.2f}"), ("final ok", "final_success",
+_COLUMNS = (("1st-round ok", "first_round_success", "{:.2f}"), ("by control",
+            "first_round_by_control", "{:.2f}"), ("final ok", "final_success",
             "{:.2f}"), ("rounds", "mean_rounds", "{:.2f}"), ("tokens/solved",
             "tokens_per_solved", "{:.0f}"), ("s/solved", "seconds_per_solved", "{:.1f}"),
             ("retro tok/solved", "retro_tokens_per_solved", "{:.0f}"), ("recall rate",
@@ -371,6 +376,8 @@ def record(cond: Condition, task: Task, result: RunResult, key: dict[str, Any]) 
     return RunRecord(
         condition=cond, task_id=task.id, family=family_of(task), passed=result.passed,
         first_round_passed=result.rounds[0].feedback.passed, rounds=len(result.rounds),
+        first_round_by_control=result.rounds[0].feedback.passed
+        and any(e.chosen and e.origin == "control" for e in result.rounds[0].pool),
         stop_reason=result.stop_reason, tokens=result.usage.total_tokens,
         seconds=round(result.seconds, 3), recalled_seed=tuple(dict.fromkeys(seed_ids)),
         recalled_reflection=tuple(dict.fromkeys(later)), **key,

@@ -96,7 +96,9 @@ def first_rounds(llm: LLM, task: Task, recall: Recall, sandbox: Sandbox, k: int)
     passed = tokens = recalled = 0
     outcomes: list[str] = []
     for i in range(k + 1):
-        config = LoopConfig(max_rounds=1, temperature=0.0 if i == 0 else 0.8)
+        # No control: the round must show what the lesson does, not the better of both.
+        temp = 0.0 if i == 0 else 0.8
+        config = LoopConfig(max_rounds=1, temperature=temp, seed_control=False)
         result = ReflectiveAgent(llm, recall=recall, sandbox=sandbox, config=config).run(task)
         passed += result.passed
         tokens += result.usage.total_tokens

@@ -151,7 +151,8 @@ def start_run(memory: Memory, task: Task, run_id: str) -> None:
 
 
 def finish_run(memory: Memory, result: RunResult) -> None:
-    """Store the run's outcome: each lesson it was given gets `helped` or `misled` (lift).
+    """Store the run's outcome: each lesson it was given gets `helped` or `misled` (lift);
+    a seed lesson its control outranked gets `misled` even when the run then passed.
 
     Registers the run first if `start_run` was not called (a loop run outside a session).
     """
@@ -162,6 +163,7 @@ def finish_run(memory: Memory, result: RunResult) -> None:
         rounds=len(result.rounds),
         prompt_tokens=result.usage.prompt_tokens,
         completion_tokens=result.usage.completion_tokens,
+        misled_ids=result.outranked_lesson_ids,
     )
 
 

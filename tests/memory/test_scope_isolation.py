@@ -138,7 +138,7 @@ def test_a_run_recalls_only_its_own_scope_at_seed_and_reflection(tmp_path: Path)
     ) as memory:
         others = memory.add_many([loop_draft(B, i) for i in range(3)])
         (own,) = memory.add_many([loop_draft(A, 0)])
-        llm = ScriptedLLM.by_system({GEN: [code(WRONG)], REFINE: [fix(GOOD)]})
+        llm = ScriptedLLM.by_system({GEN: [code(WRONG)] * 2, REFINE: [fix(GOOD)]})
         agent = ReflectiveAgent(
             llm, recall=memory, sandbox=Sandbox(Limits(cpu_s=10)), config=LoopConfig(pool_size=1)
         )

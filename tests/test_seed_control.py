@@ -1,0 +1,154 @@
+"""Round 1's control: when the candidate written with seed lessons fails, the same generation
+is drawn without them and the better is kept; lessons it outranks misled (scripted LLM, real
+sandbox, a real SQLite memory for the lift counters)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from agent.app.session import finish_run
+from agent.container import Limits
+from agent.llm.scripted import ScriptedLLM
+from agent.loop import LoopConfig, ReflectiveAgent
+from agent.sandbox import Sandbox
+from memory import HashEmbedder, LessonDraft, Memory
+from memory.types import LessonQuery, RecallStage, ScoredLesson
+from tests.helpers import CRASH, GEN, GOOD, REFINE, WRONG, code, fix, make_task
+
+ADVICE = "skip every row whose value is not a digit"
+
+
+class _StoredLessonRecall:
+    """Hands one stored lesson to every query; reports use to the real memory."""
+
+    def __init__(self, memory: Memory, lesson_id: str) -> None:
+        self.memory, self.lesson_id = memory, lesson_id
+        self.stages: list[RecallStage] = []
+
+    def recall(self, query: LessonQuery) -> Sequence[ScoredLesson]:
+        self.stages.append(query.stage)
+        return [ScoredLesson(lesson=self.memory.get(self.lesson_id), similarity=0.8, score=0.8)]
+
+    def report_use(self, run_id: str, stage: RecallStage, lesson_ids: Sequence[str]) -> None:
+        self.memory.report_use(run_id, stage, lesson_ids)
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    store = Memory.open(str(tmp_path / "m.sqlite3"), embedder=HashEmbedder())
+    yield store
+    store.close()
+
+
+def _lesson(memory: Memory) -> str:
+    draft = LessonDraft(
+        error_type="ValueError",
+        symptom="header row parsed as data",
+        root_cause="the first row is a header",
+        fix=ADVICE,
+    )
+    added = memory.add(draft)
+    assert added.lesson is not None
+    return added.lesson.id
+
+
+def _agent(llm: ScriptedLLM, recall: _StoredLessonRecall, **config: object) -> ReflectiveAgent:
+    return ReflectiveAgent(
+        llm,
+        recall=recall,
+        sandbox=Sandbox(Limits(cpu_s=10)),
+        config=LoopConfig(**{"pool_size": 1, **config}),  # type: ignore[arg-type]
+    )
+
+
+def _generator_prompts(llm: ScriptedLLM) -> list[str]:
+    return [c.messages[-1].content for c in llm.calls if GEN in c.system]
+
+
+def test_a_control_that_outranks_the_lessons_keeps_them_out_and_counts_them_misled(
+    tmp_path: Path, memory: Memory
+) -> None:
+    lesson_id = _lesson(memory)
+    recall = _StoredLessonRecall(memory, lesson_id)
+    # With the lesson the program crashes; without it, it runs and writes a wrong value.
+    llm = ScriptedLLM.by_system({GEN: [code(CRASH), code(WRONG)], REFINE: [fix(GOOD)]})
+    result = _agent(llm, recall).run(make_task(tmp_path), run_id="r1")
+    with_lessons, control = _generator_prompts(llm)
+    assert ADVICE in with_lessons and ADVICE not in control
+    first = result.rounds[0]
+    assert [(e.origin, e.kind, e.chosen) for e in first.pool] == [
+        ("generate", "runtime_error", False),
+        ("control", "check_failed", True),
+    ]
+    assert first.candidate.files["solution.py"].strip() == WRONG
+    assert result.outranked_lesson_ids == (lesson_id,)
+    # The reflection recalled it again, but the refiner was not shown it.
+    refiner = next(c.messages[-1].content for c in llm.calls if REFINE in c.system)
+    assert recall.stages == ["seed", "reflection"] and ADVICE not in refiner
+    assert result.passed and result.summary().outranked_lesson_ids == (lesson_id,)
+    finish_run(memory, result)
+    after = memory.get(lesson_id)
+    assert (after.helped, after.misled) == (0, 1)  # misled although the run passed
+
+
+def test_a_control_that_passes_makes_round_one_pass(tmp_path: Path, memory: Memory) -> None:
+    lesson_id = _lesson(memory)
+    llm = ScriptedLLM.by_system({GEN: [code(WRONG), code(GOOD)]})
+    result = _agent(llm, _StoredLessonRecall(memory, lesson_id)).run(make_task(tmp_path))
+    assert result.passed and len(result.rounds) == 1
+    assert [e.origin for e in result.rounds[0].pool if e.chosen] == ["control"]
+    assert result.outranked_lesson_ids == (lesson_id,)
+
+
+def test_lessons_that_do_better_than_the_control_stay_and_the_control_is_runner_up(
+    tmp_path: Path, memory: Memory
+) -> None:
+    lesson_id = _lesson(memory)
+    # With the lesson it runs (wrong value); without it, it crashes. Round 2's hot sample
+    # repairs the runner-up: the control.
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(WRONG), code(CRASH)], REFINE: [fix(WRONG.replace("41", "40")), fix(GOOD)]}
+    )
+    agent = _agent(llm, _StoredLessonRecall(memory, lesson_id), pool_size=2, max_rounds=2)
+    result = agent.run(make_task(tmp_path), run_id="r2")
+    assert result.outranked_lesson_ids == ()
+    assert [e.chosen for e in result.rounds[0].pool] == [True, False]
+    refiners = [c.messages[-1].content for c in llm.calls if REFINE in c.system]
+    assert all(ADVICE in p for p in refiners)
+    assert "x = {}['missing']" in refiners[1]  # the alternate sample repairs the control
+    assert result.passed
+    assert [e.origin for e in result.rounds[1].pool] == ["refine", "refine_alt"]
+    finish_run(memory, result)
+    after = memory.get(lesson_id)
+    assert (after.helped, after.misled) == (1, 0)
+
+
+def test_a_control_identical_to_the_lessons_answer_is_not_checked(
+    tmp_path: Path, memory: Memory
+) -> None:
+    lesson_id = _lesson(memory)
+    llm = ScriptedLLM.by_system({GEN: [code(WRONG), code(WRONG)], REFINE: [fix(GOOD)]})
+    result = _agent(llm, _StoredLessonRecall(memory, lesson_id)).run(make_task(tmp_path))
+    first = result.rounds[0]
+    assert first.pool == () and first.resamples == 1 and result.outranked_lesson_ids == ()
+    # The repeat's tokens still count.
+    assert result.usage.calls == 3 and result.usage.total_tokens > sum(
+        r.usage.total_tokens for r in result.rounds
+    )
+
+
+@pytest.mark.parametrize(
+    ("replies", "seed_control"), [([code(GOOD)], True), ([code(CRASH)], False)]
+)
+def test_no_control_when_the_lessons_pass_or_it_is_off(
+    tmp_path: Path, memory: Memory, replies: list[str], seed_control: bool
+) -> None:
+    lesson_id = _lesson(memory)
+    llm = ScriptedLLM.by_system({GEN: replies, REFINE: [fix(GOOD)]})
+    agent = _agent(llm, _StoredLessonRecall(memory, lesson_id), seed_control=seed_control)
+    result = agent.run(make_task(tmp_path))
+    assert result.passed and len(_generator_prompts(llm)) == 1
+    assert result.rounds[0].pool == ()
