@@ -122,7 +122,7 @@ def finish_run(
             )
         ).all()
         for use in pending:
-            use.outcome = outcome
+            use.outcome = "outranked" if use.lesson_id in misled_ids else outcome
             session.add(use)
         lesson_ids = {use.lesson_id for use in pending}
         misled = lesson_ids & set(misled_ids) if passed else lesson_ids

@@ -14,7 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 LessonStatus = Literal["candidate", "validated", "deprecated", "merged"]
 RecallStage = Literal["seed", "reflection"]
-UseOutcome = Literal["pending", "passed", "failed"]
+# How the run a lesson was handed to ended; "outranked": its round-1 control without the
+# lesson did better (the lesson misled there, whatever the end).
+UseOutcome = Literal["pending", "passed", "failed", "outranked"]
 AddAction = Literal["created", "merged_duplicate", "rejected_recall_loop"]
 LessonSort = Literal["created_at", "updated_at", "seen", "recalled", "helped", "misled"]
 

@@ -92,6 +92,7 @@ def test_a_control_that_outranks_the_lessons_keeps_them_out_and_counts_them_misl
     finish_run(memory, result)
     after = memory.get(lesson_id)
     assert (after.helped, after.misled) == (0, 1)  # misled although the run passed
+    assert {(u.stage, u.outcome) for u in memory.uses(lesson_id)} == {("seed", "outranked")}
 
 
 def test_a_control_that_passes_makes_round_one_pass(tmp_path: Path, memory: Memory) -> None:
