@@ -25,7 +25,7 @@ from memory.db import Database
 from memory.dedup import dedup_text, index_text, pack
 from memory.embeddings import Embedder
 from memory.index import LessonIndex
-from memory.merges import MergePlan, MergeRecord, snapshot, unchanged
+from memory.merges import MEMBER_UNCHANGED, MergePlan, MergeRecord, snapshot, unchanged
 from memory.schema import (
     INDEX_PENDING,
     LessonRow,
@@ -157,7 +157,10 @@ def _merge_one(
     ids = _touched(plan)
     if not all(unchanged(rows.get(i), plan.expected[i]) for i in ids):
         return None
-    before = [snapshot(rows[i]) for i in ids]
+    before = [
+        snapshot(rows[i], leave_out=MEMBER_UNCHANGED if i in plan.member_ids else frozenset())
+        for i in ids
+    ]
     if plan.canonical_id:
         canonical = rows[plan.canonical_id]
         out.folded.append(canonical)

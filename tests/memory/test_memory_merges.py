@@ -142,6 +142,9 @@ def test_undo_restores_exactly_and_only_once(store: Memory) -> None:
         store.undo_merge(record.id)
     with pytest.raises(MergeNotFoundError):
         store.undo_merge("mrg_missing")
+    # A member's snapshot leaves out its dedup vector (the merge never changes it): it is
+    # still there after the undo, so the same lesson written again is a duplicate of it.
+    assert store.add(draft(1)).action == "merged_duplicate"
 
 
 def test_a_fold_into_a_canonical_is_undone_to_its_old_text(store: Memory) -> None:
