@@ -142,7 +142,7 @@ class _Run:
             run_dir=self.run_dir,
         )
         self.search = RoundSearch(self)
-        # Seed lessons a lesson-free control outranked in round 1: not shown again this run.
+        # Lessons a lesson-free candidate of the same pool outranked: not shown again this run.
         self.outranked: tuple[str, ...] = ()
 
     # -- the loop -------------------------------------------------------------------------
@@ -181,7 +181,8 @@ class _Run:
         pool = Pool()
         first, usage = self.generate(lessons)
         self.emit("generated", 1, "generate", usage, time.monotonic() - t0)
-        self.search.take(pool, first, "generate", self.cfg.temperature, usage, 1)
+        shown = bool(lessons)
+        self.search.take(pool, first, "generate", self.cfg.temperature, usage, 1, lessons=shown)
         if lessons and self.cfg.seed_control and not pool.passed:
             drawn_at = time.monotonic()
             control, cost = self.generate(())
@@ -191,16 +192,22 @@ class _Run:
                 self.emit("resampled", 1, "control gave the same program")
             else:
                 self.emit("generated", 1, "control", cost, time.monotonic() - drawn_at)
-                self.search.take(pool, control, "control", self.cfg.temperature, cost, 1)
+                temperature = self.cfg.temperature
+                self.search.take(pool, control, "control", temperature, cost, 1, lessons=False)
         if len(pool.drawn) == 1:
             self._append(1, "generate", pool.drawn[0], (), t0, pool.repeats, lessons)
             self.unrecorded_usage += pool.wasted
             return
+        self._note_outranked(pool, lessons)
         chosen, entries = self.search.choose(pool)
-        with_, without = (rank_feedback(d[1][-1]) for d in pool.drawn)
-        if without > with_:
-            self.outranked = tuple(s.lesson.id for s in lessons)
         self._append(1, "generate", chosen, entries, t0, pool.repeats, lessons)
+
+    def _note_outranked(self, pool: Pool, lessons: Sequence[ScoredLesson]) -> None:
+        """Lessons whose candidates a lesson-free one of the same pool outranked misled this
+        run: kept out of its later prompts and reported."""
+        if self.search.lessons_outranked(pool):
+            ids = (s.lesson.id for s in lessons if s.lesson.id not in self.outranked)
+            self.outranked = (*self.outranked, *ids)
 
     def _stop_reason(self) -> StopReason | None:
         return decide_stop(
@@ -306,6 +313,7 @@ class _Run:
         if not pool.drawn:
             self.unrecorded_usage += pool.wasted
             return "budget" if self.spent() >= (self.cfg.token_budget or float("inf")) else "stall"
+        self._note_outranked(pool, lessons)
         chosen, entries = self.search.choose(pool)
         self._append(last.round + 1, "refine", chosen, entries, t0, pool.repeats, lessons)
         return None

@@ -37,6 +37,7 @@ class PoolEntry(BaseModel):
     credit: float | None = None
     tokens: int = 0
     chosen: bool = False
+    lessons: bool = False  # its prompt showed the recalled lessons
 
 
 class RoundRecord(BaseModel):
@@ -79,7 +80,7 @@ class RunResult(BaseModel):
     usage: Usage
     seconds: float
     run_dir: Path | None = None
-    # Seed lessons whose round-1 candidate a lesson-free control outranked: they misled here.
+    # Lessons a lesson-free candidate of the same pool outranked (round 1: the control).
     outranked_lesson_ids: tuple[str, ...] = ()
 
     @property

@@ -39,9 +39,14 @@ KIND_RANK = {
 }
 
 
+# One draw of a round: where it comes from, its temperature, and whether its prompt shows
+# the recalled lessons.
+Draw = tuple[CandidateOrigin, float, bool]
+
+
 def plan_draws(
-    cfg: LoopConfig, *, has_output: bool, has_runner_up: bool
-) -> list[tuple[CandidateOrigin, float]]:
+    cfg: LoopConfig, *, has_output: bool, has_runner_up: bool, has_lessons: bool = False
+) -> list[Draw]:
     """The draws of one refinement round, in order; repeats are skipped, not counted.
 
     Hot refiner samples come before the fresh generation, and a fresh generation is drawn
@@ -52,6 +57,12 @@ def plan_draws(
     the last round, every other hot sample repairs it instead of the best: the best by
     rank can be a dead end (a program that hides its error and writes zeros outranks one
     that crashed further into the data), and the runner-up is often one fix away.
+
+    With recalled lessons, the refiner's greedy answer is drawn twice, with and without
+    them, and the hot samples alternate: a lesson recalled by error type can come from
+    another task (measured on the 1.5B: a "skip rows that are not digits" lesson for a
+    '$' amount), and the refiner shown it repeated its failing answer where the same
+    refiner without it repaired the crash. The lessons must earn their place in the pool.
     """
     hot = cfg.resample_temperature
     fresh = cfg.pool_size >= 4 and has_output
@@ -66,7 +77,11 @@ def plan_draws(
     if fresh:
         plan.append(("fresh", hot))
     plan.extend(samples[cut:])
-    return plan
+    if not has_lessons:
+        return [(origin, temperature, False) for origin, temperature in plan]
+    bare: list[Draw] = [("refine", cfg.temperature, False)]
+    rest = [(o, t, o == "fresh" or k % 2 == 0) for k, (o, t) in enumerate(plan[1:])]
+    return [("refine", cfg.temperature, True), *bare, *rest]
 
 
 @dataclass
@@ -170,20 +185,25 @@ class RoundSearch:
         """
         run, cfg = self.run, self.run.cfg
         round_no = last.round + 1
-        messages = self._refiner_messages(last.candidate, last.checks, last.round, lessons)
-        alt_messages = (
-            self._refiner_messages(*self.runner_up, last.round, lessons)
-            if self.runner_up is not None
-            else messages
-        )
+        alt = self.runner_up or (last.candidate, last.checks)
+        messages = {
+            (is_alt, shown): self._refiner_messages(
+                *(alt if is_alt else (last.candidate, last.checks)),
+                last.round,
+                lessons if shown else (),
+            )
+            for is_alt in (False, True)
+            for shown in (False, True)
+        }
         pool = Pool()
-        incomplete: tuple[Candidate, CandidateOrigin, float] | None = None
+        incomplete: tuple[Candidate, CandidateOrigin, float, bool] | None = None
         budget = cfg.token_budget or float("inf")
-        for draw, (origin, temperature) in enumerate(
+        for draw, (origin, temperature, shown) in enumerate(
             plan_draws(
                 cfg,
                 has_output=bool(run.task.output),
                 has_runner_up=self.runner_up is not None,
+                has_lessons=bool(lessons),
             )
         ):
             if len(pool.drawn) >= cfg.pool_size or pool.passed:
@@ -195,28 +215,39 @@ class RoundSearch:
                 feedback = last.feedback.compressed()
                 candidate, cost = run.generate(lessons, failure=feedback, temperature=temperature)
             else:
-                alt = origin == "refine_alt"
-                base = self.runner_up[0] if alt and self.runner_up else last.candidate
+                is_alt = origin == "refine_alt"
+                base = alt[0] if is_alt else last.candidate
                 candidate, cost = run.repair(
-                    base, alt_messages if alt else messages, temperature=temperature, seed=draw
+                    base, messages[is_alt, shown], temperature=temperature, seed=draw
                 )
             new = candidate.digest() not in self.digests
             complete = all(name in candidate.files for name in run.task.output)
             if not (new and complete):
                 pool.wasted += cost
                 pool.repeats += 1
-                incomplete = (candidate, origin, temperature) if new else incomplete
+                incomplete = (candidate, origin, temperature, shown) if new else incomplete
                 reason = "no output file" if new else "an earlier answer"
                 run.emit("resampled", round_no, f"{origin} gave {reason}")
                 continue
             run.emit("generated", round_no, origin, cost, time.monotonic() - drawn_at)
-            self.take(pool, candidate, origin, temperature, cost, round_no)
+            self.take(pool, candidate, origin, temperature, cost, round_no, lessons=shown)
         if not pool.drawn and incomplete is not None:
             # Only replies without the files: check one, so the rule check's "missing file"
             # reaches the refiner (its tokens are already counted as wasted).
             pool.repeats -= 1
-            self.take(pool, *incomplete, Usage(), round_no)
+            candidate, origin, temperature, shown = incomplete
+            self.take(pool, candidate, origin, temperature, Usage(), round_no, lessons=shown)
         return pool
+
+    @staticmethod
+    def lessons_outranked(pool: Pool) -> bool:
+        """True when the pool's best candidate drawn without the lessons strictly outranks
+        its best drawn with them: the lessons made this round worse."""
+        best: dict[bool, tuple[bool, int, int, float, float, int]] = {}
+        for (_, checks, _), entry in zip(pool.drawn, pool.entries, strict=True):
+            rank = rank_feedback(checks[-1])
+            best[entry.lessons] = max(rank, best.get(entry.lessons, rank))
+        return True in best and False in best and best[False] > best[True]
 
     def choose(self, pool: Pool) -> tuple[Chosen, tuple[PoolEntry, ...]]:
         """The best of a drawn pool with the round's whole cost, and the entries marked.
@@ -242,8 +273,11 @@ class RoundSearch:
         temperature: float,
         cost: Usage,
         round_no: int,
+        *,
+        lessons: bool,
     ) -> None:
-        """Check a new candidate and add it to the round's pool."""
+        """Check a new candidate and add it to the round's pool; `lessons`: its prompt
+        showed the recalled lessons."""
         self.digests.add(candidate.digest())
         if candidate.fix_note and origin != "fresh" and candidate.fix_note not in self.tried:
             self.tried.append(candidate.fix_note)
@@ -256,6 +290,7 @@ class RoundSearch:
                 kind=checks[-1].kind,
                 credit=checks[-1].credit,
                 tokens=(cost + check_cost).total_tokens,
+                lessons=lessons,
             )
         )
 

@@ -14,6 +14,7 @@ from agent.container import Limits
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import Sandbox
+from agent.search import plan_draws
 from memory import HashEmbedder, LessonDraft, Memory
 from memory.types import LessonQuery, RecallStage, ScoredLesson
 from tests.helpers import CRASH, GEN, GOOD, REFINE, WRONG, code, fix, make_task
@@ -108,23 +109,49 @@ def test_lessons_that_do_better_than_the_control_stay_and_the_control_is_runner_
     tmp_path: Path, memory: Memory
 ) -> None:
     lesson_id = _lesson(memory)
-    # With the lesson it runs (wrong value); without it, it crashes. Round 2's hot sample
-    # repairs the runner-up: the control.
-    llm = ScriptedLLM.by_system(
-        {GEN: [code(WRONG), code(CRASH)], REFINE: [fix(WRONG.replace("41", "40")), fix(GOOD)]}
-    )
-    agent = _agent(llm, _StoredLessonRecall(memory, lesson_id), pool_size=2, max_rounds=2)
+    # With the lesson it runs (wrong value); without it, it crashes. In round 2 the refiner's
+    # greedy answers with and without the lesson are wrong; the hot sample that repairs the
+    # runner-up (the control) passes.
+    wrong = [fix(WRONG.replace("41", n)) for n in ("40", "39")]
+    llm = ScriptedLLM.by_system({GEN: [code(WRONG), code(CRASH)], REFINE: [*wrong, fix(GOOD)]})
+    agent = _agent(llm, _StoredLessonRecall(memory, lesson_id), pool_size=3, max_rounds=2)
     result = agent.run(make_task(tmp_path), run_id="r2")
     assert result.outranked_lesson_ids == ()
     assert [e.chosen for e in result.rounds[0].pool] == [True, False]
+    assert [(e.origin, e.lessons) for e in result.rounds[1].pool] == [
+        ("refine", True),
+        ("refine", False),
+        ("refine_alt", True),
+    ]
     refiners = [c.messages[-1].content for c in llm.calls if REFINE in c.system]
-    assert all(ADVICE in p for p in refiners)
-    assert "x = {}['missing']" in refiners[1]  # the alternate sample repairs the control
+    assert [ADVICE in p for p in refiners] == [True, False, True]
+    assert "x = {}['missing']" in refiners[2]  # the alternate sample repairs the control
     assert result.passed
-    assert [e.origin for e in result.rounds[1].pool] == ["refine", "refine_alt"]
     finish_run(memory, result)
     after = memory.get(lesson_id)
     assert (after.helped, after.misled) == (1, 0)
+
+
+def test_a_refinement_round_draws_without_the_lessons_too(tmp_path: Path, memory: Memory) -> None:
+    lesson_id = _lesson(memory)
+    # Round 1: the control does worse, the lesson stays. Round 2: the refiner shown the lesson
+    # crashes, the same refiner without it passes: the lesson misled.
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(WRONG), code(CRASH)], REFINE: [fix(CRASH.replace("missing", "m")), fix(GOOD)]}
+    )
+    agent = _agent(llm, _StoredLessonRecall(memory, lesson_id), pool_size=3, max_rounds=3)
+    result = agent.run(make_task(tmp_path), run_id="r3")
+    assert result.passed and len(result.rounds) == 2
+    assert [(e.lessons, e.kind, e.chosen) for e in result.rounds[1].pool] == [
+        (True, "runtime_error", False),
+        (False, "success", True),
+    ]
+    assert result.outranked_lesson_ids == (lesson_id,)
+    finish_run(memory, result)
+    after = memory.get(lesson_id)
+    assert (after.helped, after.misled) == (0, 1)
+    outcomes = {(u.stage, u.outcome) for u in memory.uses(lesson_id)}
+    assert outcomes == {("seed", "outranked"), ("reflection", "outranked")}
 
 
 def test_a_control_identical_to_the_lessons_answer_is_not_checked(
@@ -153,3 +180,22 @@ def test_no_control_when_the_lessons_pass_or_it_is_off(
     result = agent.run(make_task(tmp_path))
     assert result.passed and len(_generator_prompts(llm)) == 1
     assert result.rounds[0].pool == ()
+
+
+def test_with_lessons_the_greedy_refiner_is_drawn_twice_and_hot_samples_alternate() -> None:
+    cfg = LoopConfig(pool_size=4, resample_attempts=0)
+    plain = plan_draws(cfg, has_output=True, has_runner_up=False)
+    assert plain == [
+        ("refine", 0.0, False),
+        ("refine_hot", 0.8, False),
+        ("refine_hot", 0.8, False),
+        ("fresh", 0.8, False),
+    ]
+    shown = plan_draws(cfg, has_output=True, has_runner_up=False, has_lessons=True)
+    assert shown == [
+        ("refine", 0.0, True),
+        ("refine", 0.0, False),
+        ("refine_hot", 0.8, True),
+        ("refine_hot", 0.8, False),
+        ("fresh", 0.8, True),  # a fresh generation is always shown the lessons
+    ]
