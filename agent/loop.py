@@ -173,7 +173,7 @@ class _Run:
         are not digits" lesson handed to a task whose '$' amounts it then skipped) costs more
         than the right one saves. So when that candidate fails, the same generation is drawn
         without the lessons (the control), and the better by `rank_feedback` is the round's
-        (the first on a tie); the other becomes the runner-up the next round's samples
+        (the control on a tie); the other becomes the runner-up the next round's samples
         alternate to. When the control strictly outranks it, the lessons misled here: they are
         kept out of this run's later prompts and reported (`RunResult.outranked_lesson_ids`).
         """

@@ -252,10 +252,16 @@ class RoundSearch:
     def choose(self, pool: Pool) -> tuple[Chosen, tuple[PoolEntry, ...]]:
         """The best of a drawn pool with the round's whole cost, and the entries marked.
 
-        The second best becomes the runner-up the next round's hot samples alternate to.
+        The second best becomes the runner-up the next round's hot samples alternate to. On a
+        tie a candidate drawn without the lessons wins (then the earlier draw): lessons must
+        earn their place. Replayed on the 1.5B, a round-1 tie (both crashed on the trap) kept
+        the lessons' program, and no repair of it passed where the run without memory,
+        repairing its own program, passed in round 2.
         """
         order = sorted(
-            range(len(pool.drawn)), key=lambda k: rank_feedback(pool.drawn[k][1][-1]), reverse=True
+            range(len(pool.drawn)),
+            key=lambda k: (rank_feedback(pool.drawn[k][1][-1]), not pool.entries[k].lessons),
+            reverse=True,
         )
         best = order[0]
         self.runner_up = pool.drawn[order[1]][:2] if len(order) > 1 else None

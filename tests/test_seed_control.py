@@ -199,3 +199,18 @@ def test_with_lessons_the_greedy_refiner_is_drawn_twice_and_hot_samples_alternat
         ("refine_hot", 0.8, False),
         ("fresh", 0.8, True),  # a fresh generation is always shown the lessons
     ]
+
+
+def test_on_a_tie_the_control_is_kept_and_the_lessons_are_not_blamed(
+    tmp_path: Path, memory: Memory
+) -> None:
+    lesson_id = _lesson(memory)
+    other_crash = CRASH.replace("missing", "absent")
+    llm = ScriptedLLM.by_system({GEN: [code(CRASH), code(other_crash)], REFINE: [fix(GOOD)]})
+    result = _agent(llm, _StoredLessonRecall(memory, lesson_id)).run(make_task(tmp_path))
+    assert [(e.origin, e.chosen) for e in result.rounds[0].pool] == [
+        ("generate", False),
+        ("control", True),
+    ]
+    assert "'absent'" in result.rounds[0].candidate.files["solution.py"]
+    assert result.outranked_lesson_ids == ()
