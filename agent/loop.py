@@ -37,7 +37,7 @@ from agent.llm.base import LLM, Message, Usage
 from agent.queries import error_types, seed_query
 from agent.result import PoolEntry, RoundAction, RoundRecord, RunResult, StopReason
 from agent.sandbox import Sandbox
-from agent.search import Chosen, Pool, RoundSearch, rank_feedback
+from agent.search import Chosen, Pool, Rank, RoundSearch, rank_feedback
 from agent.splice import programs_of, splice_repair
 from agent.stopping import decide_stop
 from agent.task import Task
@@ -177,12 +177,11 @@ class _Run:
         alternate to. When the control strictly outranks it, the lessons misled here: they are
         kept out of this run's later prompts and reported (`RunResult.outranked_lesson_ids`).
         """
-        t0 = time.monotonic()
+        t0, temperature = time.monotonic(), self.cfg.temperature
         pool = Pool()
         first, usage = self.generate(lessons)
         self.emit("generated", 1, "generate", usage, time.monotonic() - t0)
-        shown = bool(lessons)
-        self.search.take(pool, first, "generate", self.cfg.temperature, usage, 1, lessons=shown)
+        self.search.take(pool, first, "generate", temperature, usage, 1, lessons=bool(lessons))
         if lessons and self.cfg.seed_control and not pool.passed:
             drawn_at = time.monotonic()
             control, cost = self.generate(())
@@ -192,7 +191,6 @@ class _Run:
                 self.emit("resampled", 1, "control gave the same program")
             else:
                 self.emit("generated", 1, "control", cost, time.monotonic() - drawn_at)
-                temperature = self.cfg.temperature
                 self.search.take(pool, control, "control", temperature, cost, 1, lessons=False)
         if len(pool.drawn) == 1:
             self._append(1, "generate", pool.drawn[0], (), t0, pool.repeats, lessons)
@@ -374,6 +372,6 @@ class _Run:
         return self._spent_usage().total_tokens
 
 
-def _rank(record: RoundRecord) -> tuple[tuple[bool, int, int, float, float, int], int]:
+def _rank(record: RoundRecord) -> tuple[Rank, int]:
     # On a tie the earlier round wins: it cost less to reach.
     return rank_feedback(record.feedback), -record.round

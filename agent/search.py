@@ -102,7 +102,11 @@ class Pool:
         return self.wasted.total_tokens + sum(d[2].total_tokens for d in self.drawn)
 
 
-def rank_feedback(verdict: Feedback) -> tuple[bool, int, int, float, float, int]:
+# How good a verdict is, compared as a tuple (see `rank_feedback`).
+Rank = tuple[bool, int, int, float, float, int]
+
+
+def rank_feedback(verdict: Feedback) -> Rank:
     """Orders candidates: passed, stage reached, how far the program got, partial credit,
     critic score, fewer issues. Higher is better."""
     return (
@@ -186,15 +190,17 @@ class RoundSearch:
         run, cfg = self.run, self.run.cfg
         round_no = last.round + 1
         alt = self.runner_up or (last.candidate, last.checks)
-        messages = {
-            (is_alt, shown): self._refiner_messages(
-                *(alt if is_alt else (last.candidate, last.checks)),
-                last.round,
-                lessons if shown else (),
-            )
-            for is_alt in (False, True)
-            for shown in (False, True)
-        }
+        prompts: dict[tuple[bool, bool], list[Message]] = {}
+
+        def messages(is_alt: bool, shown: bool) -> list[Message]:
+            """The refiner's prompt for the best (or the runner-up), with or without lessons."""
+            if (is_alt, shown) not in prompts:
+                base = alt if is_alt else (last.candidate, last.checks)
+                prompts[is_alt, shown] = self._refiner_messages(
+                    *base, last.round, lessons if shown else ()
+                )
+            return prompts[is_alt, shown]
+
         pool = Pool()
         incomplete: tuple[Candidate, CandidateOrigin, float, bool] | None = None
         budget = cfg.token_budget or float("inf")
@@ -218,7 +224,7 @@ class RoundSearch:
                 is_alt = origin == "refine_alt"
                 base = alt[0] if is_alt else last.candidate
                 candidate, cost = run.repair(
-                    base, messages[is_alt, shown], temperature=temperature, seed=draw
+                    base, messages(is_alt, shown), temperature=temperature, seed=draw
                 )
             new = candidate.digest() not in self.digests
             complete = all(name in candidate.files for name in run.task.output)
@@ -243,7 +249,7 @@ class RoundSearch:
     def lessons_outranked(pool: Pool) -> bool:
         """True when the pool's best candidate drawn without the lessons strictly outranks
         its best drawn with them: the lessons made this round worse."""
-        best: dict[bool, tuple[bool, int, int, float, float, int]] = {}
+        best: dict[bool, Rank] = {}
         for (_, checks, _), entry in zip(pool.drawn, pool.entries, strict=True):
             rank = rank_feedback(checks[-1])
             best[entry.lessons] = max(rank, best.get(entry.lessons, rank))

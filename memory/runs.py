@@ -103,10 +103,11 @@ def finish_run(
     """Store the outcome; settle the run's pending uses and bump helped/misled once per lesson.
 
     `misled_ids` count as misled even in a run that passed: the run showed they made things
-    worse (a control without them did better). Finishing twice re-stores the numbers but does
-    not count the lessons again.
+    worse (a candidate drawn without them did better). Finishing twice re-stores the numbers
+    but does not count the lessons again.
     """
     outcome = "passed" if passed else "failed"
+    outranked = set(misled_ids)
     with db.write(lock_scope=_run_lock(run_id)) as session:
         run = session.exec(select(RunRow).where(RunRow.id == run_id).with_for_update()).first()
         if run is None:
@@ -122,10 +123,10 @@ def finish_run(
             )
         ).all()
         for use in pending:
-            use.outcome = "outranked" if use.lesson_id in misled_ids else outcome
+            use.outcome = "outranked" if use.lesson_id in outranked else outcome
             session.add(use)
         lesson_ids = {use.lesson_id for use in pending}
-        misled = lesson_ids & set(misled_ids) if passed else lesson_ids
+        misled = lesson_ids & outranked if passed else lesson_ids
         for ids, counter in ((lesson_ids - misled, LessonRow.helped), (misled, LessonRow.misled)):
             if ids:
                 session.execute(

@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 LessonStatus = Literal["candidate", "validated", "deprecated", "merged"]
 RecallStage = Literal["seed", "reflection"]
-# How the run a lesson was handed to ended; "outranked": its round-1 control without the
-# lesson did better (the lesson misled there, whatever the end).
+# How the run a lesson was handed to ended; "outranked": a candidate of that run drawn
+# without the lesson did better (the lesson misled there, whatever the end).
 UseOutcome = Literal["pending", "passed", "failed", "outranked"]
 AddAction = Literal["created", "merged_duplicate", "rejected_recall_loop"]
 LessonSort = Literal["created_at", "updated_at", "seen", "recalled", "helped", "misled"]

@@ -190,7 +190,7 @@ class ConditionMetrics(BaseModel):
 
     runs: int
     first_round_success: Spread
-    first_round_by_control: Spread  # of those first-round passes, the control's share of runs
+    first_round_by_control: Spread  # share of runs whose round 1 the control passed
     final_success: Spread
     mean_rounds: Spread
     tokens_per_solved: Spread

@@ -152,7 +152,8 @@ def start_run(memory: Memory, task: Task, run_id: str) -> None:
 
 def finish_run(memory: Memory, result: RunResult) -> None:
     """Store the run's outcome: each lesson it was given gets `helped` or `misled` (lift);
-    a seed lesson its control outranked gets `misled` even when the run then passed.
+    a lesson a lesson-free candidate outranked (`RunResult.outranked_lesson_ids`) gets
+    `misled` even when the run then passed.
 
     Registers the run first if `start_run` was not called (a loop run outside a session).
     """
