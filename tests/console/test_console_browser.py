@@ -31,10 +31,11 @@ if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
         allow_module_level=True,
     )
 
-from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
+from selenium.webdriver.support.expected_conditions import staleness_of  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 
@@ -66,12 +67,22 @@ def shot(driver: WebDriver, name: str) -> None:
     driver.set_window_size(1400, 1000)
 
 
+def navigate(driver: WebDriver, element: WebElement) -> None:
+    """Click something that loads a new page and wait until the old page is gone, so the
+    reads that follow see the new page (reading mid-navigation gives stale elements)."""
+    old = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, 20).until(staleness_of(old))
+
+
 def click_and_confirm(driver: WebDriver, selector: str) -> None:
-    """Click a button that asks first (data-confirm) and accept the question."""
+    """Click a button that asks first (data-confirm), accept the question, wait for the post."""
+    old = driver.find_element(By.TAG_NAME, "html")
     driver.find_element(By.CSS_SELECTOR, selector).click()
     alert = driver.switch_to.alert
     assert alert.text  # the question is asked
     alert.accept()
+    WebDriverWait(driver, 20).until(staleness_of(old))
 
 
 def test_curator_session_in_a_real_browser(seeded: Seeded, browser: WebDriver) -> None:
@@ -94,7 +105,7 @@ def _pages(driver: WebDriver, base: str, s: Seeded) -> None:
     assert "9 match" in driver.find_element(By.TAG_NAME, "h1").text
     shot(driver, "lessons")
     Select(driver.find_element(By.NAME, "status")).select_by_visible_text("merged")
-    driver.find_element(By.ID, "go").click()
+    navigate(driver, driver.find_element(By.ID, "go"))
     merged = {e.text for e in driver.find_elements(By.CSS_SELECTOR, "#lessons td a.mono")}
     assert merged == set(s.merged)
     driver.get(base + "/review")
@@ -104,7 +115,7 @@ def _pages(driver: WebDriver, base: str, s: Seeded) -> None:
     assert s.merge_id in driver.find_element(By.ID, "merges").text
     driver.get(base + "/runs")
     assert s.run_id in driver.find_element(By.ID, "runs").text
-    driver.find_element(By.LINK_TEXT, s.run_id).click()
+    navigate(driver, driver.find_element(By.LINK_TEXT, s.run_id))
     assert driver.find_element(By.ID, "round-1").is_displayed()
     round_2 = driver.find_element(By.ID, "round-2").text
     assert "utf-8-sig" in round_2 and "success" in round_2  # the diff and the verdict
@@ -121,7 +132,7 @@ def _search(driver: WebDriver, base: str, s: Seeded) -> None:
     driver.get(base + "/lessons")
     driver.find_element(By.ID, "q").send_keys("amount strings with a dollar currency sign")
     Select(driver.find_element(By.NAME, "scope")).select_by_visible_text("demo")
-    driver.find_element(By.ID, "go").click()
+    navigate(driver, driver.find_element(By.ID, "go"))
     hits = driver.find_elements(By.CSS_SELECTOR, "#hits tr.hit")
     assert hits, driver.page_source
     first = hits[0].text
@@ -133,20 +144,17 @@ def _search(driver: WebDriver, base: str, s: Seeded) -> None:
 
 def _approve_deprecate(driver: WebDriver, base: str, s: Seeded) -> None:
     driver.get(base + "/lessons?scope=ops")
-    driver.find_element(By.LINK_TEXT, s.to_approve).click()
+    navigate(driver, driver.find_element(By.LINK_TEXT, s.to_approve))
     assert driver.current_url.endswith(f"/lessons/{s.to_approve}")
-    driver.find_element(By.CSS_SELECTOR, ".actions button.ok").click()
+    navigate(driver, driver.find_element(By.CSS_SELECTOR, ".actions button.ok"))
     assert "approve" in driver.find_element(By.ID, "notice").text
     assert driver.find_element(By.CSS_SELECTOR, "h1 .status").text == "validated"
     assert "candidate -> validated" in driver.find_element(By.ID, "changes").text
     fix = driver.find_element(By.CSS_SELECTOR, "#edit textarea[name=fix]")
     fix.clear()
     fix.send_keys(f"read the 'ts' field; {EDITED}")
-    driver.find_element(By.CSS_SELECTOR, "#edit button").click()
-    # The post reloads the page: read the new one, not the old one mid-navigation.
-    WebDriverWait(driver, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
-        lambda d: EDITED in d.find_element(By.ID, "fix").text
-    )
+    navigate(driver, driver.find_element(By.CSS_SELECTOR, "#edit button"))
+    assert EDITED in driver.find_element(By.ID, "fix").text
     shot(driver, "lesson")
     driver.get(f"{base}/lessons/{s.to_deprecate}")
     click_and_confirm(driver, ".actions button.danger")
@@ -158,7 +166,7 @@ def _approve_deprecate(driver: WebDriver, base: str, s: Seeded) -> None:
 def _review(driver: WebDriver, base: str, s: Seeded) -> None:
     driver.get(base + "/review")
     keep = f"form[action='/review/{s.flagged}/keep'] button"
-    driver.find_element(By.CSS_SELECTOR, keep).click()
+    navigate(driver, driver.find_element(By.CSS_SELECTOR, keep))
     assert f"keep:{s.flagged}" in driver.find_element(By.ID, "notice").text
     assert s.flagged not in driver.find_element(By.ID, "flagged").text
 
