@@ -178,3 +178,14 @@ def quality(clusters: Sequence[Sequence[int]], labels: Sequence[str]) -> tuple[f
     purity = sum(count for _, count in majority) / len(labels)
     names = [label for label, _ in majority]
     return purity, (len(names) - len(set(names))) / len(names)
+
+
+def nearest_same(scores: Scores, labels: Sequence[str], single: str = "single_") -> float:
+    """Share of the lessons of a group whose best-scoring other lesson has their root cause
+    (what any threshold on this score works with)."""
+    masked = scores.copy()
+    np.fill_diagonal(masked, -np.inf)
+    grouped = [i for i, label in enumerate(labels) if not label.startswith(single)]
+    if not grouped:
+        return float("nan")
+    return sum(labels[int(np.argmax(masked[i]))] == labels[i] for i in grouped) / len(grouped)

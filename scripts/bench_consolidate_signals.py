@@ -67,6 +67,7 @@ class Row(BaseModel):
     paraphrase_purity: float
     paraphrase_duplicate_rate: float
     cross_ceiling: float | None  # lowest rate at purity >= 0.95, any threshold, this half
+    cross_nearest_same: float  # share of grouped lessons whose best match shares their cause
 
 
 def signals(items: Sequence[Labelled], embedder: Embedder) -> dict[str, sig.Scores]:
@@ -137,26 +138,31 @@ def run(
     rows: list[Row] = []
     for name, weights in variants.items():
         grids: dict[Half, dict[float, Outcome]] = {}
+        nearest: dict[Half, float] = {}
         for h in ("odd", "even"):
             scores = {s: sum(w * feats[h][s][k] for k, w in weights.items()) for s in sets}
             grids[h] = outcomes(scores, labels[h])  # type: ignore[arg-type]
+            if "cross_types" in scores:
+                nearest[h] = sig.nearest_same(scores["cross_types"], labels[h]["cross_types"])
         for fitted, reported in (("odd", "even"), ("even", "odd")):
-            rows.append(_row(name, fitted, reported, fit(grids[fitted]), grids[reported]))  # type: ignore[arg-type]
+            t = fit(grids[fitted])  # type: ignore[index]
+            rows.append(_row(name, fitted, reported, t, grids[reported], nearest))  # type: ignore
         if name == TODAY:
             for h in ("odd", "even"):
-                rows.append(_row(name, "fixed", h, TODAY_THRESHOLD, grids[h]))  # type: ignore[arg-type]
+                rows.append(_row(name, "fixed", h, TODAY_THRESHOLD, grids[h], nearest))  # type: ignore
     return rows
 
 
 def _row(variant: str, fitted: Half | Literal["fixed"], reported: Half, t: float,
-         grid: dict[float, Outcome]) -> Row:  # fmt: skip
+         grid: dict[float, Outcome], nearest: dict[Half, float]) -> Row:  # fmt: skip
     o = grid[t]
     cross = o.get("cross_types", (float("nan"), float("nan")))
     para = o.get("paraphrase", (float("nan"), float("nan")))
     return Row(variant=variant, fitted_on=fitted, reported_on=reported, threshold=t,
                cross_purity=round(cross[0], 4), cross_duplicate_rate=round(cross[1], 4),
                paraphrase_purity=round(para[0], 4), paraphrase_duplicate_rate=round(para[1], 4),
-               cross_ceiling=None if (c := ceiling(grid)) is None else round(c, 4))  # fmt: skip
+               cross_ceiling=None if (c := ceiling(grid)) is None else round(c, 4),
+               cross_nearest_same=round(nearest.get(reported, float("nan")), 4))  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -172,16 +178,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = run(embedder, {"cross_types": cross_types, "paraphrase": paraphrases}, chosen)
     table = Table(title=f"Pair signals without a model, threshold fitted on the other half "
                         f"({embedder.model_id})")  # fmt: skip
-    for column in ("variant", "fitted on", "reported on", "t", "cross purity", "cross dup",
-                   "paraphrase purity", "paraphrase dup", "cross ceiling"):  # fmt: skip
+    columns = ("variant", "fitted on", "reported on", "t", "cross purity", "cross dup",
+               "paraphrase purity", "paraphrase dup", "cross ceiling", "nearest same")  # fmt: skip
+    for column in columns:
         table.add_column(column)
     for r in rows:
         ceil = "-" if r.cross_ceiling is None else f"{r.cross_ceiling:.3f}"
         figures = (r.cross_purity, r.cross_duplicate_rate, r.paraphrase_purity,
                    r.paraphrase_duplicate_rate)  # fmt: skip
         cells = [f"{x:.3f}" for x in figures]
-        table.add_row(r.variant, r.fitted_on, r.reported_on, f"{r.threshold:.2f}", *cells, ceil)
-    console = Console(width=None if sys.stdout.isatty() else 160)
+        table.add_row(r.variant, r.fitted_on, r.reported_on, f"{r.threshold:.2f}", *cells, ceil,
+                      f"{r.cross_nearest_same:.2f}")  # fmt: skip
+    console = Console(width=None if sys.stdout.isatty() else 190)
     console.print(table)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = args.out or REPO / "bench-results" / f"consolidate_signals-{stamp}.json"

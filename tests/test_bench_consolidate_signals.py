@@ -117,6 +117,15 @@ def test_run_reports_each_variant_on_the_half_it_was_not_fitted_on() -> None:
     assert directions == {("odd", "even"), ("even", "odd"), ("fixed", "odd"), ("fixed", "even")}
     assert all(0 < r.cross_purity <= 1 and 0 <= r.cross_duplicate_rate < 1 for r in rows)
     assert all(np.isnan(r.paraphrase_purity) for r in rows)  # the set was not asked for
+    assert all(0 < r.cross_nearest_same <= 1 for r in rows)
+
+
+def test_nearest_same_counts_grouped_lessons_only() -> None:
+    scores = np.array(
+        [[1, 0.9, 0.1, 0.2], [0.9, 1, 0.1, 0.8], [0.1, 0.1, 1, 0.3], [0.2, 0.8, 0.3, 1]]
+    )
+    # a's best is b (same), b's best is a (same), c's best is single d (other); d not counted
+    assert sig.nearest_same(scores, ["g", "g", "h", "single_1"]) == pytest.approx(2 / 3)
 
 
 def test_main_writes_json(tmp_path: Path) -> None:
