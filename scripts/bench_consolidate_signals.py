@@ -95,6 +95,14 @@ def signals(items: Sequence[Labelled], embedder: Embedder) -> dict[str, sig.Scor
 Outcome = dict[SetName, tuple[float, float]]
 
 
+def weighted(signals: dict[str, sig.Scores], weights: dict[str, float]) -> sig.Scores:
+    """The weighted sum of some of one half's pair signals."""
+    out = np.zeros_like(next(iter(signals.values())))
+    for key, weight in weights.items():
+        out += weight * signals[key]
+    return out
+
+
 def outcomes(
     scores: dict[SetName, sig.Scores], labels: dict[SetName, list[str]]
 ) -> dict[float, Outcome]:
@@ -132,24 +140,24 @@ def run(
     """Every variant (default: all of `VARIANTS`), fitted on each half and reported on the
     other."""
     variants = VARIANTS if variants is None else variants
+    both: tuple[Half, Half] = ("odd", "even")
     parts = {name: halves(load()) for name, load in sets.items()}
-    labels = {h: {s: [i.label for i in parts[s][h]] for s in sets} for h in ("odd", "even")}
-    feats = {h: {s: signals(parts[s][h], embedder) for s in sets} for h in ("odd", "even")}
+    labels = {h: {s: [i.label for i in parts[s][h]] for s in sets} for h in both}
+    feats = {h: {s: signals(parts[s][h], embedder) for s in sets} for h in both}
     rows: list[Row] = []
     for name, weights in variants.items():
         grids: dict[Half, dict[float, Outcome]] = {}
         nearest: dict[Half, float] = {}
-        for h in ("odd", "even"):
-            scores = {s: sum(w * feats[h][s][k] for k, w in weights.items()) for s in sets}
-            grids[h] = outcomes(scores, labels[h])  # type: ignore[arg-type]
+        for h in both:
+            scores = {s: weighted(feats[h][s], weights) for s in sets}
+            grids[h] = outcomes(scores, labels[h])
             if "cross_types" in scores:
                 nearest[h] = sig.nearest_same(scores["cross_types"], labels[h]["cross_types"])
-        for fitted, reported in (("odd", "even"), ("even", "odd")):
-            t = fit(grids[fitted])  # type: ignore[index]
-            rows.append(_row(name, fitted, reported, t, grids[reported], nearest))  # type: ignore
+        for fitted, reported in (both, both[::-1]):
+            t = fit(grids[fitted])
+            rows.append(_row(name, fitted, reported, t, grids[reported], nearest))
         if name == TODAY:
-            for h in ("odd", "even"):
-                rows.append(_row(name, "fixed", h, TODAY_THRESHOLD, grids[h], nearest))  # type: ignore
+            rows += [_row(name, "fixed", h, TODAY_THRESHOLD, grids[h], nearest) for h in both]
     return rows
 
 
