@@ -45,7 +45,12 @@ Draw = tuple[CandidateOrigin, float, bool]
 
 
 def plan_draws(
-    cfg: LoopConfig, *, has_output: bool, has_runner_up: bool, has_lessons: bool = False
+    cfg: LoopConfig,
+    *,
+    has_output: bool,
+    has_runner_up: bool,
+    has_lessons: bool = False,
+    has_bare: bool = False,
 ) -> list[Draw]:
     """The draws of one refinement round, in order; repeats are skipped, not counted.
 
@@ -63,6 +68,13 @@ def plan_draws(
     another task (measured on the 1.5B: a "skip rows that are not digits" lesson for a
     '$' amount), and the refiner shown it repeated its failing answer where the same
     refiner without it repaired the crash. The lessons must earn their place in the pool.
+
+    When the last round's best was drawn with lessons and one drawn without them exists
+    (`has_bare`; after round 1 it is the control), the refiner's greedy repair of that one
+    without lessons ("refine_bare") comes second, whether this round recalled lessons or
+    not: the run keeps the line a run without memory takes. On the 1.5B a seed lesson's
+    program ranked first (a failed check against the control's crash), no repair of it
+    passed, and the run without memory passed by repairing its crash.
     """
     hot = cfg.resample_temperature
     fresh = cfg.pool_size >= 4 and has_output
@@ -77,9 +89,10 @@ def plan_draws(
     if fresh:
         plan.append(("fresh", hot))
     plan.extend(samples[cut:])
+    bare: list[Draw] = [("refine_bare", cfg.temperature, False)] if has_bare else []
     if not has_lessons:
-        return [(origin, temperature, False) for origin, temperature in plan]
-    bare: list[Draw] = [("refine", cfg.temperature, False)]
+        return [(*plan[0], False), *bare, *((o, t, False) for o, t in plan[1:])]
+    bare = bare or [("refine", cfg.temperature, False)]
     rest = [(o, t, o == "fresh" or k % 2 == 0) for k, (o, t) in enumerate(plan[1:])]
     return [("refine", cfg.temperature, True), *bare, *rest]
 
@@ -180,6 +193,9 @@ class RoundSearch:
         # The previous round's second-best candidate and its checks: the hot refiner samples
         # alternate between it and the best, so one base that misleads cannot take all of them.
         self.runner_up: tuple[Candidate, tuple[Feedback, ...]] | None = None
+        # The previous round's best candidate drawn without lessons, when its best was drawn
+        # with them: "refine_bare" repairs it, the line a run without memory would take.
+        self.bare: tuple[Candidate, tuple[Feedback, ...]] | None = None
 
     def draw(self, last: RoundRecord, lessons: Sequence[ScoredLesson]) -> Pool:
         """Draw and check the candidates of the round after `last`, in `plan_draws` order.
@@ -189,17 +205,19 @@ class RoundSearch:
         """
         run, cfg = self.run, self.run.cfg
         round_no = last.round + 1
-        alt = self.runner_up or (last.candidate, last.checks)
-        prompts: dict[tuple[bool, bool], list[Message]] = {}
+        best = (last.candidate, last.checks)
+        # What each refiner draw repairs: the best, the runner-up, or (the greedy draw without
+        # lessons, when there are lessons) the best candidate drawn without them.
+        bases = {"best": best, "alt": self.runner_up or best, "bare": self.bare or best}
+        prompts: dict[tuple[str, bool], list[Message]] = {}
 
-        def messages(is_alt: bool, shown: bool) -> list[Message]:
-            """The refiner's prompt for the best (or the runner-up), with or without lessons."""
-            if (is_alt, shown) not in prompts:
-                base = alt if is_alt else (last.candidate, last.checks)
-                prompts[is_alt, shown] = self._refiner_messages(
-                    *base, last.round, lessons if shown else ()
+        def messages(which: str, shown: bool) -> list[Message]:
+            """The refiner's prompt for one base, with or without the lessons."""
+            if (which, shown) not in prompts:
+                prompts[which, shown] = self._refiner_messages(
+                    *bases[which], last.round, lessons if shown else ()
                 )
-            return prompts[is_alt, shown]
+            return prompts[which, shown]
 
         pool = Pool()
         incomplete: tuple[Candidate, CandidateOrigin, float, bool] | None = None
@@ -210,6 +228,7 @@ class RoundSearch:
                 has_output=bool(run.task.output),
                 has_runner_up=self.runner_up is not None,
                 has_lessons=bool(lessons),
+                has_bare=self.bare is not None,
             )
         ):
             if len(pool.drawn) >= cfg.pool_size or pool.passed:
@@ -221,10 +240,9 @@ class RoundSearch:
                 feedback = last.feedback.compressed()
                 candidate, cost = run.generate(lessons, failure=feedback, temperature=temperature)
             else:
-                is_alt = origin == "refine_alt"
-                base = alt[0] if is_alt else last.candidate
+                which = {"refine_alt": "alt", "refine_bare": "bare"}.get(origin, "best")
                 candidate, cost = run.repair(
-                    base, messages(is_alt, shown), temperature=temperature, seed=draw
+                    bases[which][0], messages(which, shown), temperature=temperature, seed=draw
                 )
             new = candidate.digest() not in self.digests
             complete = all(name in candidate.files for name in run.task.output)
@@ -271,6 +289,9 @@ class RoundSearch:
         )
         best = order[0]
         self.runner_up = pool.drawn[order[1]][:2] if len(order) > 1 else None
+        bare = [k for k in order if not pool.entries[k].lessons]
+        shown = pool.entries[best].lessons
+        self.bare = pool.drawn[bare[0]][:2] if shown and bare else None
         entries = tuple(
             e.model_copy(update={"chosen": k == best}) for k, e in enumerate(pool.entries)
         )

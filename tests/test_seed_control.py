@@ -25,12 +25,19 @@ ADVICE = "skip every row whose value is not a digit"
 class _StoredLessonRecall:
     """Hands one stored lesson to every query; reports use to the real memory."""
 
-    def __init__(self, memory: Memory, lesson_id: str) -> None:
-        self.memory, self.lesson_id = memory, lesson_id
+    def __init__(
+        self,
+        memory: Memory,
+        lesson_id: str,
+        answers: tuple[RecallStage, ...] = ("seed", "reflection"),
+    ) -> None:
+        self.memory, self.lesson_id, self.answers = memory, lesson_id, answers
         self.stages: list[RecallStage] = []
 
     def recall(self, query: LessonQuery) -> Sequence[ScoredLesson]:
         self.stages.append(query.stage)
+        if query.stage not in self.answers:
+            return []
         return [ScoredLesson(lesson=self.memory.get(self.lesson_id), similarity=0.8, score=0.8)]
 
     def report_use(self, run_id: str, stage: RecallStage, lesson_ids: Sequence[str]) -> None:
@@ -110,8 +117,9 @@ def test_lessons_that_do_better_than_the_control_stay_and_the_control_is_runner_
 ) -> None:
     lesson_id = _lesson(memory)
     # With the lesson it runs (wrong value); without it, it crashes. In round 2 the refiner's
-    # greedy answers with and without the lesson are wrong; the hot sample that repairs the
-    # runner-up (the control) passes.
+    # greedy answers with the lesson (repairing the best) and without it (repairing the best
+    # program drawn without lessons: the control) are wrong; the hot sample that repairs the
+    # runner-up (the control again) passes.
     wrong = [fix(WRONG.replace("41", n)) for n in ("40", "39")]
     llm = ScriptedLLM.by_system({GEN: [code(WRONG), code(CRASH)], REFINE: [*wrong, fix(GOOD)]})
     agent = _agent(llm, _StoredLessonRecall(memory, lesson_id), pool_size=3, max_rounds=2)
@@ -120,12 +128,13 @@ def test_lessons_that_do_better_than_the_control_stay_and_the_control_is_runner_
     assert [e.chosen for e in result.rounds[0].pool] == [True, False]
     assert [(e.origin, e.lessons) for e in result.rounds[1].pool] == [
         ("refine", True),
-        ("refine", False),
+        ("refine_bare", False),
         ("refine_alt", True),
     ]
     refiners = [c.messages[-1].content for c in llm.calls if REFINE in c.system]
     assert [ADVICE in p for p in refiners] == [True, False, True]
-    assert "x = {}['missing']" in refiners[2]  # the alternate sample repairs the control
+    # The lesson-free greedy draw and the alternate sample repair the control.
+    assert ["x = {}['missing']" in p for p in refiners] == [False, True, True]
     assert result.passed
     finish_run(memory, result)
     after = memory.get(lesson_id)
@@ -199,6 +208,48 @@ def test_with_lessons_the_greedy_refiner_is_drawn_twice_and_hot_samples_alternat
         ("refine_hot", 0.8, False),
         ("fresh", 0.8, True),  # a fresh generation is always shown the lessons
     ]
+    # The best was drawn with lessons and another without: the lesson-free greedy draw
+    # repairs that other one, with or without lessons in this round.
+    bare = plan_draws(cfg, has_output=True, has_runner_up=True, has_lessons=True, has_bare=True)
+    assert bare[:2] == [("refine", 0.0, True), ("refine_bare", 0.0, False)]
+    none = plan_draws(cfg, has_output=True, has_runner_up=True, has_bare=True)
+    assert none[:3] == [
+        ("refine", 0.0, False),
+        ("refine_bare", 0.0, False),
+        ("refine_alt", 0.8, False),
+    ]
+
+
+def test_the_line_without_lessons_is_repaired_when_the_round_recalls_none(
+    tmp_path: Path, memory: Memory
+) -> None:
+    """Seed lessons only: round 1's lessons program ranks first, the control crashes; round 2
+    has no lessons, and still repairs the control greedily, as a run without memory would."""
+    lesson_id = _lesson(memory)
+    recall = _StoredLessonRecall(memory, lesson_id, answers=("seed",))
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(WRONG), code(CRASH)], REFINE: [fix(WRONG.replace("41", "40")), fix(GOOD)]}
+    )
+    result = _agent(llm, recall, pool_size=2, max_rounds=2).run(make_task(tmp_path))
+    assert [(e.origin, e.lessons, e.chosen) for e in result.rounds[1].pool] == [
+        ("refine", False, False),
+        ("refine_bare", False, True),
+    ]
+    refiners = [c.messages[-1].content for c in llm.calls if REFINE in c.system]
+    assert ["x = {}['missing']" in p for p in refiners] == [False, True]
+    assert not any(ADVICE in p for p in refiners) and result.passed
+    # The lesson was not outranked in a pool that showed it: round 1's lessons did better.
+    assert result.outranked_lesson_ids == ()
+
+
+def test_no_bare_draw_when_the_best_was_drawn_without_lessons(
+    tmp_path: Path, memory: Memory
+) -> None:
+    lesson_id = _lesson(memory)
+    recall = _StoredLessonRecall(memory, lesson_id, answers=("seed",))
+    llm = ScriptedLLM.by_system({GEN: [code(CRASH), code(WRONG)], REFINE: [fix(GOOD)]})
+    result = _agent(llm, recall, pool_size=2, max_rounds=2).run(make_task(tmp_path))
+    assert [e.origin for e in result.rounds[1].pool] == ["refine"]  # it passed first
 
 
 def test_on_a_tie_the_control_is_kept_and_the_lessons_are_not_blamed(
