@@ -95,10 +95,12 @@ class IndexChanges:
 
 @dataclass
 class Written(Generic[T]):
-    """What a SQL write returns to `write_through`: its result and the index changes."""
+    """What a SQL write returns to `write_through`: its result, the index changes, and what
+    to run once its transaction has committed (e.g. bring a cache up to date)."""
 
     value: T
     changes: IndexChanges = field(default_factory=IndexChanges)
+    on_commit: Callable[[], None] | None = None
 
 
 def write_through(
@@ -136,6 +138,8 @@ def write_through_each(
     for lock_scope, write in writes:
         with db.write(lock_scope) as session:
             written = write(session)
+        if written.on_commit is not None:
+            written.on_commit()
         values.append(written.value)
         changes.extend(written.changes)
     if after_commit is not None and changes.upsert:
