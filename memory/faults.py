@@ -38,7 +38,7 @@ def drift_index_status(memory: Memory, lesson_id: str, status: LessonStatus) -> 
 def add_index_orphan(memory: Memory, lesson_id: str, *, scope: str = "default") -> None:
     """An index entry with no lesson in SQL (e.g. a lesson deleted before its index entry)."""
     vector = [1.0] + [0.0] * (memory._embedder.dim - 1)
-    memory._index.upsert([lesson_id], [vector], ["orphan"], [{"scope": scope}])
+    memory._index.upsert([lesson_id], [vector], [{"scope": scope}])
 
 
 def leave_pending(memory: Memory, lesson_ids: Sequence[str]) -> None:
@@ -63,7 +63,7 @@ def index_count(memory: Memory) -> int:
 
 def write_raw_vector(memory: Memory, lesson_id: str, vector: Sequence[float]) -> None:
     """Write a vector straight into the index, bypassing the store (dimension checks apply)."""
-    memory._index.upsert([lesson_id], [list(vector)], ["raw"], [{"scope": "default"}])
+    memory._index.upsert([lesson_id], [list(vector)], [{"scope": "default"}])
 
 
 def raw_collection(memory: Memory, scope: str = "default") -> Any:

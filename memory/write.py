@@ -59,7 +59,6 @@ class _Prepared:
     draft: LessonDraft
     dedup_vec: Vector
     index_vec: list[float]
-    document: str  # the index text, embedded once and sent to the index as is
 
 
 # A new lesson's column values: inserted in bulk, no ORM row (one costs ~0.2 ms to build).
@@ -71,7 +70,6 @@ class _Batch:
     results: list[AddResult | None]
     created: list[IndexEntry] = field(default_factory=list)
     index_vecs: dict[str, list[float]] = field(default_factory=dict)
-    documents: dict[str, str] = field(default_factory=dict)
     inserts: dict[str, _Values] = field(default_factory=dict)  # new rows not yet inserted
     dedup_vecs: dict[str, Vector] = field(default_factory=dict)  # of the new rows
 
@@ -133,11 +131,10 @@ class LessonWriter:
             return []
         clean = [_with_run_evidence(redact_draft(d), run_id) for d in drafts]
         dedup_vecs = self.embedder.embed([dedup_text(d.root_cause, d.fix) for d in clean])
-        documents = [index_text(d.symptom, d.root_cause) for d in clean]
-        index_vecs = self.embedder.embed(documents)
+        index_vecs = self.embedder.embed([index_text(d.symptom, d.root_cause) for d in clean])
         prepared = [
-            _Prepared(d, unpack(pack(dv)), iv, doc)
-            for d, dv, iv, doc in zip(clean, dedup_vecs, index_vecs, documents, strict=True)
+            _Prepared(d, unpack(pack(dv)), iv)
+            for d, dv, iv in zip(clean, dedup_vecs, index_vecs, strict=True)
         ]
         batch = _Batch(results=[None] * len(prepared))
         by_scope: dict[str, list[int]] = {}
@@ -153,8 +150,7 @@ class LessonWriter:
                     self._note_written(session, run_id, batch, positions)
                 created = batch.created[first:]
                 vectors = {r.id: batch.index_vecs[r.id] for r in created}
-                documents = {r.id: batch.documents[r.id] for r in created}
-                changes = IndexChanges(upsert=list(created), vectors=vectors, documents=documents)
+                changes = IndexChanges(upsert=list(created), vectors=vectors)
                 return Written(None, changes, on_commit=on_commit)
 
             return write
@@ -295,7 +291,6 @@ class LessonWriter:
             )
         )
         batch.index_vecs[lesson_id] = p.index_vec
-        batch.documents[lesson_id] = p.document
         return AddResult(lesson=lesson_from(values), action="created", reason="new lesson")
 
     @staticmethod
