@@ -72,8 +72,8 @@ def metadata_of(row: Indexable) -> Metadata:
 class IndexChanges:
     """What the index must do after a commit.
 
-    `upsert`: rows to (re)write with their vectors (`vectors[row.id]`), marked indexed after;
-    `documents`: their index texts where the writer already has them (else computed);
+    `upsert`: rows to (re)write with their vectors (`vectors[row.id]`, else embedded from
+    their index text), marked indexed after;
     `metadata`: rows whose status/scope changed but whose vector did not;
     `delete`: ids to remove (deleted lessons, or ones that moved to another scope).
     """
@@ -82,7 +82,6 @@ class IndexChanges:
     vectors: dict[str, list[float]] = field(default_factory=dict)
     metadata: list[Indexable] = field(default_factory=list)
     delete: list[str] = field(default_factory=list)
-    documents: dict[str, str] = field(default_factory=dict)
 
     def extend(self, other: IndexChanges) -> None:
         """Add another write's changes (for one index batch after several commits)."""
@@ -90,15 +89,16 @@ class IndexChanges:
         self.vectors.update(other.vectors)
         self.metadata.extend(other.metadata)
         self.delete.extend(other.delete)
-        self.documents.update(other.documents)
 
 
 @dataclass
 class Written(Generic[T]):
-    """What a SQL write returns to `write_through`: its result and the index changes."""
+    """What a SQL write returns to `write_through`: its result, the index changes, and what
+    to run once its transaction has committed (e.g. bring a cache up to date)."""
 
     value: T
     changes: IndexChanges = field(default_factory=IndexChanges)
+    on_commit: Callable[[], None] | None = None
 
 
 def write_through(
@@ -136,6 +136,8 @@ def write_through_each(
     for lock_scope, write in writes:
         with db.write(lock_scope) as session:
             written = write(session)
+        if written.on_commit is not None:
+            written.on_commit()
         values.append(written.value)
         changes.extend(written.changes)
     if after_commit is not None and changes.upsert:
@@ -152,20 +154,16 @@ def apply_to_index(
         index.delete(changes.delete)
     rows = changes.upsert
     vectors = dict(changes.vectors)
-    documents = {
-        r.id: changes.documents.get(r.id) or index_text(r.symptom, r.root_cause) for r in rows
-    }
     unembedded = [r for r in rows if r.id not in vectors]
     if unembedded:
         if embedder is None:
             raise ValueError("rows without vectors need an embedder")  # our bug, not the user's
-        texts = [documents[r.id] for r in unembedded]
+        texts = [index_text(r.symptom, r.root_cause) for r in unembedded]
         vectors.update(vectors_by_id(unembedded, embedder.embed(texts)))
     if rows:
         index.upsert(
             ids=[r.id for r in rows],
             vectors=[vectors[r.id] for r in rows],
-            documents=[documents[r.id] for r in rows],
             metadatas=[metadata_of(r) for r in rows],
         )
     if changes.metadata:

@@ -125,3 +125,24 @@ def read(session: Session, scope: str, error_types: Sequence[str] | None = None)
         params.update(zip(names, error_types, strict=True))
     generation, recallable, unmerged = session.execute(text(sql), params).one()
     return Counts(int(generation), int(recallable), int(unmerged))
+
+
+def read_each(session: Session, scope: str, error_types: Sequence[str]) -> dict[str, Counts]:
+    """The counters of each of `error_types` in `scope` in one read (zeros for a pair
+    without lessons)."""
+    if session.get_bind().dialect.name not in ("sqlite", "postgresql"):
+        raise CountsUnavailable(session.get_bind().dialect.name)
+    found = dict.fromkeys(error_types, Counts(0, 0, 0))
+    if not error_types:
+        return found
+    names = [f"t{i}" for i in range(len(error_types))]
+    rows = session.execute(
+        text(
+            "SELECT error_type, generation, recallable, unmerged FROM lesson_counts "
+            f"WHERE scope = :scope AND error_type IN ({', '.join(':' + n for n in names)})"
+        ),
+        {"scope": scope, **dict(zip(names, error_types, strict=True))},
+    ).all()
+    for error_type, generation, recallable, unmerged in rows:
+        found[error_type] = Counts(int(generation), int(recallable), int(unmerged))
+    return found

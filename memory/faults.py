@@ -7,10 +7,11 @@ or its vector index. Never used by lessonloop itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import text, update
 from sqlmodel import col
 
 from memory.index import lesson_metadata
@@ -37,7 +38,7 @@ def drift_index_status(memory: Memory, lesson_id: str, status: LessonStatus) -> 
 def add_index_orphan(memory: Memory, lesson_id: str, *, scope: str = "default") -> None:
     """An index entry with no lesson in SQL (e.g. a lesson deleted before its index entry)."""
     vector = [1.0] + [0.0] * (memory._embedder.dim - 1)
-    memory._index.upsert([lesson_id], [vector], ["orphan"], [{"scope": scope}])
+    memory._index.upsert([lesson_id], [vector], [{"scope": scope}])
 
 
 def leave_pending(memory: Memory, lesson_ids: Sequence[str]) -> None:
@@ -62,7 +63,7 @@ def index_count(memory: Memory) -> int:
 
 def write_raw_vector(memory: Memory, lesson_id: str, vector: Sequence[float]) -> None:
     """Write a vector straight into the index, bypassing the store (dimension checks apply)."""
-    memory._index.upsert([lesson_id], [list(vector)], ["raw"], [{"scope": "default"}])
+    memory._index.upsert([lesson_id], [list(vector)], [{"scope": "default"}])
 
 
 def raw_collection(memory: Memory, scope: str = "default") -> Any:
@@ -74,3 +75,40 @@ def record_schema_version(memory: Memory, version: int) -> None:
     """Record another schema version, as a newer (or older) lessonloop would have."""
     with memory._db.write() as session:
         session.merge(MetaRow(key=VERSION_KEY, value=str(version)))
+
+
+_FAULT_SQL = {
+    "sqlite": (
+        [
+            "CREATE TRIGGER lessonloop_fault_runs BEFORE UPDATE ON runs "
+            "BEGIN SELECT RAISE(ABORT, 'injected fault'); END"
+        ],
+        ["DROP TRIGGER lessonloop_fault_runs"],
+    ),
+    "postgresql": (
+        [
+            "CREATE FUNCTION lessonloop_fault() RETURNS trigger AS $$ "
+            "BEGIN RAISE EXCEPTION 'injected fault'; END $$ LANGUAGE plpgsql",
+            "CREATE TRIGGER lessonloop_fault_runs BEFORE UPDATE ON runs "
+            "FOR EACH ROW EXECUTE FUNCTION lessonloop_fault()",
+        ],
+        ["DROP TRIGGER lessonloop_fault_runs ON runs", "DROP FUNCTION lessonloop_fault()"],
+    ),
+}
+
+
+@contextmanager
+def failing_run_updates(memory: Memory) -> Iterator[None]:
+    """While active, the database refuses every update of a run: an `add_many(...,
+    run_id=...)` then fails after its lessons were inserted, in the same transaction (which
+    rolls back). SQLite and PostgreSQL."""
+    create, drop = _FAULT_SQL[memory._db.dialect]
+    with memory._db.write() as session:
+        for statement in create:
+            session.execute(text(statement))
+    try:
+        yield
+    finally:
+        with memory._db.write() as session:
+            for statement in drop:
+                session.execute(text(statement))

@@ -1,8 +1,10 @@
 """The vector index: a chromadb collection derived from SQL, rebuildable at any time.
 
-One entry per lesson: id = lesson id, document = symptom + root cause, embedding supplied by
-us, metadata = scope, error_type, status, embedding_model (for filters and drift checks),
-in one collection per scope (see `LessonIndex`).
+One entry per lesson: id = lesson id, embedding supplied by us (of the lesson's index text,
+`memory.dedup.index_text`), metadata = scope, error_type, status, embedding_model (for
+filters and drift checks), in one collection per scope (see `LessonIndex`). No document:
+nothing reads it back (recall's texts and BM25 come from SQL), and chromadb's full-text
+index of the documents took a quarter of a bulk load's CPU time.
 
 We never let chromadb embed: collections are opened with a refusing embedding function (see
 `_refusing_embedding_function`; `None` is not enough in chromadb 1.x), so `add`/`query`
@@ -272,7 +274,6 @@ class LessonIndex:
         self,
         ids: Sequence[str],
         vectors: Sequence[Sequence[float]],
-        documents: Sequence[str],
         metadatas: Sequence[Metadata],
     ) -> None:
         """Insert or replace entries (idempotent: a repair may replay it)."""
@@ -288,7 +289,6 @@ class LessonIndex:
                     collection.upsert(
                         ids=[ids[i] for i in chunk],
                         embeddings=np.asarray([vectors[i] for i in chunk], dtype=np.float32),
-                        documents=[documents[i] for i in chunk],
                         metadatas=[dict(metadatas[i]) for i in chunk],
                     )
                 except _chroma_errors() as exc:  # a full disk, a server gone

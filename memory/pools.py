@@ -12,6 +12,10 @@ committed lesson:
   row left the pair, was restored with an older timestamp, was written by a clock behind
   ours), the pair is read again in full.
 
+A writer's own new rows are patched in after its commit (`DedupPools.wrote`) without reading
+them back, when the counters read inside its transaction moved by exactly those rows (then
+no other change reached the pair in between).
+
 What the cache cannot see: a dedup vector rewritten without a trigger-tracked column
 changing (none of our writers does that) or a re-embedding by another process, which also
 changes the model and needs the store reopened anyway. `clear()` drops everything (a
@@ -21,9 +25,9 @@ re-embedding in this process).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 from sqlalchemy import func
@@ -111,11 +115,19 @@ class VectorSet:
         ]
 
 
+Mark = tuple[int, int]  # a pair's (generation, unmerged) counters
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    # SQLite hands timestamps back naive (they are UTC), PostgreSQL aware.
+    return moment if moment is None or moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 @dataclass
 class _Pool:
     vectors: VectorSet
     others: set[str] = field(default_factory=set)  # unmerged, but of another model or size
-    mark: tuple[int, int] | None = None
+    mark: Mark | None = None
     latest: datetime | None = None
 
     def apply(self, rows: Iterable[tuple[str, str, str, bytes]], model_id: str) -> None:
@@ -147,21 +159,72 @@ class DedupPools:
         with self._lock:
             self._pools.clear()
 
-    def pool(self, session: Session, scope: str, error_type: str) -> VectorSet:
-        """The dedup vectors of the unmerged lessons of (scope, error type) as `session` sees
-        them; call inside the writer's locked transaction. Do not keep it past it."""
-        with self._lock:
-            pool = self._pools.setdefault((scope, error_type), _Pool(VectorSet(self.dim)))
-            self._sync(session, scope, error_type, pool)
-            return pool.vectors
-
-    def _sync(self, session: Session, scope: str, error_type: str, pool: _Pool) -> None:
+    def pools(
+        self, session: Session, scope: str, error_types: Sequence[str]
+    ) -> tuple[dict[str, VectorSet], dict[str, Mark | None]]:
+        """The dedup vectors of the unmerged lessons of each (scope, error type) as `session`
+        sees them, and the counters they were synced at (for `wrote`); call inside the
+        writer's locked transaction. Do not keep the vectors past it."""
         try:
-            found = counts.read(session, scope, [error_type])
-            mark: tuple[int, int] | None = (found.generation, found.unmerged)
-            unmerged = found.unmerged
+            found = counts.read_each(session, scope, error_types)
+            marks: dict[str, Mark | None] = {
+                t: (c.generation, c.unmerged) for t, c in found.items()
+            }
         except counts.CountsUnavailable:
-            mark, unmerged = None, -1  # no counters: read everything, every time
+            marks = dict.fromkeys(error_types)  # no counters: read everything, every time
+        with self._lock:
+            vectors: dict[str, VectorSet] = {}
+            for error_type in error_types:
+                pool = self._pools.setdefault((scope, error_type), _Pool(VectorSet(self.dim)))
+                self._sync(session, scope, error_type, pool, marks[error_type])
+                vectors[error_type] = pool.vectors
+            return vectors, marks
+
+    def wrote(
+        self,
+        session: Session,
+        scope: str,
+        synced: Mapping[str, Mark | None],
+        rows: Mapping[str, Sequence[tuple[str, Vector | None]]],
+        latest: datetime,
+    ) -> Callable[[], None]:
+        """After the writer inserted `rows` (per error type: id and dedup vector, None for a
+        merged row) in this transaction, at or before `latest`: what brings the pools up to
+        date once the transaction commits. Call it only after the commit (a rolled back
+        insert must not reach the cache); it does nothing where the counters moved by more
+        than these rows or another sync got there first (the next sync then reads SQL)."""
+        types = [t for t in rows if synced.get(t) is not None]
+        try:
+            after = counts.read_each(session, scope, types)
+        except counts.CountsUnavailable:
+            return lambda: None
+        advanced: dict[str, tuple[Mark, Mark]] = {}
+        for error_type in types:
+            before, added = synced[error_type], rows[error_type]
+            assert before is not None  # filtered above
+            unmerged = sum(vec is not None for _, vec in added)
+            now = (after[error_type].generation, after[error_type].unmerged)
+            if now == (before[0] + len(added), before[1] + unmerged):
+                advanced[error_type] = (before, now)
+
+        def patch() -> None:
+            with self._lock:
+                for error_type, (before, now) in advanced.items():
+                    pool = self._pools.get((scope, error_type))
+                    if pool is None or pool.mark != before:
+                        continue
+                    for lesson_id, vec in rows[error_type]:
+                        if vec is not None:
+                            pool.vectors.put(lesson_id, vec)
+                    pool.mark = now
+                    pool.latest = latest if pool.latest is None else max(pool.latest, latest)
+
+        return patch
+
+    def _sync(
+        self, session: Session, scope: str, error_type: str, pool: _Pool, mark: Mark | None
+    ) -> None:
+        unmerged = -1 if mark is None else mark[1]
         if mark is not None and mark == pool.mark:
             return
         where = (LessonRow.scope == scope, LessonRow.error_type == error_type)
@@ -177,4 +240,4 @@ class DedupPools:
             fresh = _Pool(VectorSet(self.dim))
             fresh.apply(session.exec(rows.where(LessonRow.status != "merged")).all(), self.model_id)
             pool.vectors, pool.others = fresh.vectors, fresh.others
-        pool.mark, pool.latest = mark, latest
+        pool.mark, pool.latest = mark, _aware(latest)

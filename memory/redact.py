@@ -166,10 +166,91 @@ _RULES: tuple[tuple[str, re.Pattern[str], _Replacer], ...] = (
 )
 
 
+# What each rule cannot match without, as lower-case substrings of an ASCII text: a rule can
+# match only if one of its anchors is in `text.lower()` (and, for the name=value rules, the
+# text holds a ':' or '='). Every anchor is a piece every match of the rule contains, read
+# off the pattern: "://" in a URL with credentials, "sk-" in an OpenAI key, one of the
+# credential words in a name=value pair. Checking ~80 substrings costs a few microseconds;
+# running the ~17 patterns costs ~30 per field, and most stored text holds no candidate at
+# all (tests/memory/test_redact_gate.py checks the anchors against every match of the
+# corpora, and the gated result against the ungated one).
+_SEPARATED = frozenset({"env_assignment", "assignment"})
+_ANCHORS: dict[str, tuple[str, ...]] = {
+    "private_key": ("-----begin ",),
+    "url_credentials": ("://",),
+    "webhook_url": ("://",),
+    "jwt": ("eyj",),
+    "bearer": ("bearer", "authorization"),
+    "cookie": ("cookie:",),
+    "openai_key": ("sk-",),
+    "stripe_key": ("k_live_", "k_test_", "whsec_"),
+    "aws_access_key": ("akia", "asia"),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "slack_token": ("xox", "xapp-"),
+    "google_api_key": ("aiza",),
+    "huggingface_token": ("hf_",),
+    "service_token": (
+        *(f"gl{p}-" for p in ("pat", "ptt", "dt", "rt", "cbt", "oas")),
+        "gocspx-",
+        "ya29.",
+        "npm_",
+        "pypi-age",
+        "sg.",
+        "_v1_",
+        "q~",
+    ),
+    "url_parameter": tuple(
+        f"{sep}{name}="
+        for sep in "?&;"
+        for name in (
+            "sig",
+            "signature",
+            "x-amz-signature",
+            "x-amz-credential",
+            "x-amz-security-token",
+            "access_token",
+            "auth",
+            "code",
+            "key",
+        )
+    ),
+    "env_assignment": (
+        "_key",
+        "_secret",
+        "_token",
+        "_pass",
+        "_pwd",
+        "_auth",
+        "_credential",
+        "_signature",
+    ),
+    # Every name of `_KV_NAMES` holds one of these.
+    "assignment": ("pass", "pwd", "secret", "key", "token", "sess", "sid"),
+}
+
+
+def _may_match(kind: str, low: str, separated: bool) -> bool:
+    """Whether rule `kind` can match the ASCII text whose lower case is `low`."""
+    if kind in _SEPARATED and not separated:
+        return False
+    return any(anchor in low for anchor in _ANCHORS[kind])
+
+
 def redact(text: str) -> str:
     """`text` with credentials masked. Idempotent: redacting twice changes nothing more."""
-    for _kind, pattern, replacement in _RULES:
-        text = pattern.sub(replacement, text)
+    if not text.isascii():
+        # Case-insensitive patterns match some non-ASCII letters ('ſ' for 's', the Kelvin
+        # sign for 'k') that lower() does not turn into the anchors: no gate.
+        for _kind, pattern, replacement in _RULES:
+            text = pattern.sub(replacement, text)
+        return text
+    low, separated = text.lower(), ":" in text or "=" in text
+    for kind, pattern, replacement in _RULES:
+        if _may_match(kind, low, separated):
+            masked = pattern.sub(replacement, text)
+            if masked != text:
+                # A mask is ASCII too; later rules are gated on the text as it is now.
+                text, low, separated = masked, masked.lower(), ":" in masked or "=" in masked
     return text
 
 
@@ -180,17 +261,24 @@ def secret_kinds(text: str) -> list[str]:
 
 def redact_evidence(evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
     """Evidence with redacted excerpts (run ids are ours, never secrets)."""
-    return tuple(Evidence(run_id=e.run_id, excerpt=redact(e.excerpt)) for e in evidence)
+    out = []
+    for e in evidence:
+        excerpt = redact(e.excerpt)
+        out.append(e if excerpt == e.excerpt else Evidence(run_id=e.run_id, excerpt=excerpt))
+    return tuple(out)
 
 
 def redact_draft(draft: LessonDraft) -> LessonDraft:
-    """A copy of `draft` with every free-text field redacted."""
-    return draft.model_copy(
-        update={
-            "symptom": redact(draft.symptom),
-            "root_cause": redact(draft.root_cause),
-            "fix": redact(draft.fix),
-            "applies_when": redact(draft.applies_when),
-            "evidence": redact_evidence(draft.evidence),
-        }
-    )
+    """`draft` with every free-text field redacted (itself when nothing was masked)."""
+    update: dict[str, object] = {
+        name: redact(value)
+        for name, value in (
+            ("symptom", draft.symptom),
+            ("root_cause", draft.root_cause),
+            ("fix", draft.fix),
+            ("applies_when", draft.applies_when),
+        )
+    }
+    update["evidence"] = redact_evidence(draft.evidence)
+    changed = {k: v for k, v in update.items() if v != getattr(draft, k)}
+    return draft.model_copy(update=changed) if changed else draft

@@ -22,7 +22,7 @@ from memory.db import Database
 from memory.dedup import Match, Vector, cosine, dedup_text, index_text, pack, unpack
 from memory.embeddings import Embedder
 from memory.index import LessonIndex
-from memory.pools import DedupPools, VectorSet
+from memory.pools import DedupPools, Mark, VectorSet
 from memory.redact import redact_draft
 from memory.schema import (
     INDEX_PENDING,
@@ -59,7 +59,6 @@ class _Prepared:
     draft: LessonDraft
     dedup_vec: Vector
     index_vec: list[float]
-    document: str  # the index text, embedded once and sent to the index as is
 
 
 # A new lesson's column values: inserted in bulk, no ORM row (one costs ~0.2 ms to build).
@@ -71,8 +70,8 @@ class _Batch:
     results: list[AddResult | None]
     created: list[IndexEntry] = field(default_factory=list)
     index_vecs: dict[str, list[float]] = field(default_factory=dict)
-    documents: dict[str, str] = field(default_factory=dict)
     inserts: dict[str, _Values] = field(default_factory=dict)  # new rows not yet inserted
+    dedup_vecs: dict[str, Vector] = field(default_factory=dict)  # of the new rows
 
 
 def _better(a: Match | None, b: Match | None) -> Match | None:
@@ -132,11 +131,10 @@ class LessonWriter:
             return []
         clean = [_with_run_evidence(redact_draft(d), run_id) for d in drafts]
         dedup_vecs = self.embedder.embed([dedup_text(d.root_cause, d.fix) for d in clean])
-        documents = [index_text(d.symptom, d.root_cause) for d in clean]
-        index_vecs = self.embedder.embed(documents)
+        index_vecs = self.embedder.embed([index_text(d.symptom, d.root_cause) for d in clean])
         prepared = [
-            _Prepared(d, unpack(pack(dv)), iv, doc)
-            for d, dv, iv, doc in zip(clean, dedup_vecs, index_vecs, documents, strict=True)
+            _Prepared(d, unpack(pack(dv)), iv)
+            for d, dv, iv in zip(clean, dedup_vecs, index_vecs, strict=True)
         ]
         batch = _Batch(results=[None] * len(prepared))
         by_scope: dict[str, list[int]] = {}
@@ -146,14 +144,14 @@ class LessonWriter:
         def writer(scope: str, positions: list[int]) -> Callable[[Session], Written[None]]:
             def write(session: Session) -> Written[None]:
                 first = len(batch.created)
-                self._write_scope(session, scope, [(i, prepared[i]) for i in positions], batch)
+                items = [(i, prepared[i]) for i in positions]
+                on_commit = self._write_scope(session, scope, items, batch)
                 if run_id is not None:
                     self._note_written(session, run_id, batch, positions)
                 created = batch.created[first:]
                 vectors = {r.id: batch.index_vecs[r.id] for r in created}
-                documents = {r.id: batch.documents[r.id] for r in created}
-                changes = IndexChanges(upsert=list(created), vectors=vectors, documents=documents)
-                return Written(None, changes)
+                changes = IndexChanges(upsert=list(created), vectors=vectors)
+                return Written(None, changes, on_commit=on_commit)
 
             return write
 
@@ -167,23 +165,36 @@ class LessonWriter:
 
     def _write_scope(
         self, session: Session, scope: str, items: list[tuple[int, _Prepared]], batch: _Batch
-    ) -> None:
+    ) -> Callable[[], None]:
+        """Dedup and insert one scope's drafts; returns what updates the dedup pools once
+        the transaction has committed (the new rows, without reading them back)."""
         # The dedup scans are matrix products; OpenBLAS's threads only wait on a busy machine.
         with one_blas_thread():
-            self._dedup_scope(session, scope, items, batch)
+            marks = self._dedup_scope(session, scope, items, batch)
+        rows: dict[str, list[tuple[str, Vector | None]]] = {}
+        latest = utcnow()  # no later than any timestamp the next look at SQL can see
+        for lesson_id, values in batch.inserts.items():
+            vec = None if values["status"] == "merged" else batch.dedup_vecs[lesson_id]
+            rows.setdefault(values["error_type"], []).append((lesson_id, vec))
+            latest = min(latest, values["updated_at"])
         _insert(session, batch)
+        batch.dedup_vecs.clear()
+        return self.pools.wrote(session, scope, marks, rows, latest)
 
     def _dedup_scope(
         self, session: Session, scope: str, items: list[tuple[int, _Prepared]], batch: _Batch
-    ) -> None:
+    ) -> dict[str, Mark | None]:
+        """Decide each draft (new, duplicate, recall loop); returns the counters the dedup
+        pools were synced at."""
         by_type: dict[str, list[tuple[int, _Prepared]]] = {}
         for pos, p in items:
             by_type.setdefault(p.draft.error_type, []).append((pos, p))
         # Each draft's best match among the stored lessons: one matrix product per error
         # type against the cached pool (memory.pools), synced inside this transaction.
         stored: dict[int, Match | None] = {}
+        pools, marks = self.pools.pools(session, scope, list(by_type))
         for error_type, typed in by_type.items():
-            pool = self.pools.pool(session, scope, error_type)
+            pool = pools[error_type]
             stored.update(
                 zip(
                     [pos for pos, _ in typed],
@@ -198,6 +209,7 @@ class LessonWriter:
             mine = created[p.draft.error_type]
             match = _better(stored[pos], mine.best_one(p.dedup_vec))
             batch.results[pos] = self._write_one(session, p, match, mine, injected, batch)
+        return marks
 
     def _injected_vectors(self, session: Session, items: list[_Prepared]) -> dict[str, Vector]:
         ids = sorted({i for p in items for i in p.draft.injected_lesson_ids})
@@ -265,6 +277,7 @@ class LessonWriter:
         # Inserted with the scope's other new rows in one statement (`_insert`): the ORM's
         # unit of work costs more than the insert itself in a bulk load.
         batch.inserts[lesson_id] = values
+        batch.dedup_vecs[lesson_id] = p.dedup_vec
         created.put(lesson_id, p.dedup_vec)
         batch.created.append(
             IndexEntry(
@@ -278,7 +291,6 @@ class LessonWriter:
             )
         )
         batch.index_vecs[lesson_id] = p.index_vec
-        batch.documents[lesson_id] = p.document
         return AddResult(lesson=lesson_from(values), action="created", reason="new lesson")
 
     @staticmethod

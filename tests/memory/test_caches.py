@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 from memory_servers import StoreSpec
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import create_engine, event, inspect, text
+from sqlalchemy.exc import SQLAlchemyError
 from test_memory_merges import draft, plan
 
-from memory import HashEmbedder, LessonDraft, LessonFilter, Memory, counts
+from memory import HashEmbedder, LessonDraft, LessonFilter, Memory, counts, faults
 from memory.db import Database, sql_url
 from memory.migrate import SCHEMA_VERSION, VERSION_KEY
 from memory.wiring import locations
@@ -105,6 +106,46 @@ def test_merge_and_undo_elsewhere_are_seen_by_dedup(pair: tuple[Memory, Memory])
     back = b.add(draft(6))
     assert back.action == "merged_duplicate" and back.lesson is not None
     assert back.lesson.id == two.id
+
+
+def test_a_bulk_write_puts_its_rows_in_its_pool_without_reading_them(
+    pair: tuple[Memory, Memory],
+) -> None:
+    a, _ = pair
+    _warm(a)
+    a.add_many([draft(n) for n in range(20, 30)])
+    reads: list[str] = []
+
+    def note(conn: object, cursor: object, statement: str, *args: object) -> None:
+        # The pool's reads: dedup vectors of one (scope, error type), not rows by id.
+        if "dedup_vector" in statement and "lessons.error_type = " in statement:
+            reads.append(statement)
+
+    engine = a._db.engine
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        repeat = a.add_many([draft(n) for n in range(20, 30)])
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+    assert [r.action for r in repeat] == ["merged_duplicate"] * 10
+    assert reads == []  # the pool already held them: no vector was read back from SQL
+
+
+def test_a_rolled_back_bulk_write_leaves_nothing_in_the_pool(
+    pair: tuple[Memory, Memory],
+) -> None:
+    a, b = pair
+    _warm(a)
+    a.record_run("run-fault")
+    with faults.failing_run_updates(a), pytest.raises(SQLAlchemyError):
+        a.add_many([draft(10), draft(11)], run_id="run-fault")
+    assert a.list_lessons().total == 1  # the warm-up lesson: the insert rolled back
+    # Another writer moves the counters by as many lessons as the rolled back write had:
+    # a pool that took the rolled back rows in would now look current and hold them.
+    assert [r.action for r in b.add_many([draft(12), draft(13)])] == ["created", "created"]
+    assert [r.action for r in a.add_many([draft(10), draft(11)])] == ["created", "created"]
+    folded = a.add(draft(12))
+    assert folded.action == "merged_duplicate" and folded.lesson is not None
 
 
 def test_the_counters_match_the_lessons(spec: StoreSpec, pair: tuple[Memory, Memory]) -> None:

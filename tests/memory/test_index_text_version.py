@@ -1,8 +1,9 @@
 """A store indexed from another index text is reindexed when it is opened (memory.matchtext).
 
 The store files are real (SQLite + embedded chroma). The "old" store is written the way
-lessonloop wrote it before the index text changed: documents = symptom + root cause as
-written, their vectors, and no `index_text_version` in the meta table.
+lessonloop wrote it before the index text changed: vectors of symptom + root cause as
+written, and no `index_text_version` in the meta table. The index keeps no documents, so
+which text an entry was embedded from is read off its vector.
 """
 
 from __future__ import annotations
@@ -64,29 +65,23 @@ def chroma(store: Path) -> Iterator[LessonIndex]:
         close_client(client)
 
 
-def documents(store: Path) -> dict[str, str]:
-    """Every index entry's document, read from the chroma files."""
+def embedded_from(store: Path, candidates: dict[str, str]) -> dict[str, bool]:
+    """For every index entry: whether its vector is the embedding of `candidates[id]`."""
     with chroma(store) as index:
-        found: dict[str, str] = {}
-        for collection in index.client.list_collections():
-            name = str(getattr(collection, "name", collection))
-            if name.startswith("lessons-s-"):
-                got = index.client.get_collection(name).get(include=["documents"])
-                found.update(zip(got["ids"], got["documents"] or [], strict=True))
-        return found
+        ids = [lesson_id for lesson_id, _ in index.entries()]
+        scopes = sorted({meta["scope"] for _, meta in index.entries()})
+        stored = index.vectors(ids, scopes=scopes)
+    assert sorted(stored) == sorted(candidates)
+    expected = dict(zip(ids, EMBEDDER.embed([candidates[i] for i in ids]), strict=True))
+    return {i: stored[i] == pytest.approx(expected[i], abs=1e-6) for i in sorted(candidates)}
 
 
 def rewrite_index(store: Path, text: dict[str, str]) -> None:
-    """Overwrite the index entries' documents and vectors as an older lessonloop wrote them."""
+    """Overwrite the index entries' vectors as an older lessonloop wrote them."""
     with chroma(store) as index:
         entries = dict(index.entries())
         ids = sorted(text)
-        index.upsert(
-            ids,
-            EMBEDDER.embed([text[i] for i in ids]),
-            [text[i] for i in ids],
-            [entries[i] for i in ids],
-        )
+        index.upsert(ids, EMBEDDER.embed([text[i] for i in ids]), [entries[i] for i in ids])
 
 
 def set_version(store: Path, version: int | None) -> None:
@@ -108,8 +103,10 @@ def store(tmp_path: Path) -> Path:
 
 def test_a_new_store_records_the_index_text_version(store: Path) -> None:
     assert meta(store)[INDEX_TEXT_KEY] == str(INDEX_TEXT_VERSION)
-    new = {index_text(d.symptom, d.root_cause) for d in DRAFTS}
-    assert set(documents(store).values()) == new
+    with Memory.open(str(store), embedder=EMBEDDER) as memory:
+        lessons = memory.list_lessons().items
+    new = {lesson.id: index_text(lesson.symptom, lesson.root_cause) for lesson in lessons}
+    assert all(embedded_from(store, new).values())
 
 
 @pytest.mark.parametrize("version", [None, 1, INDEX_TEXT_VERSION + 1])
@@ -121,7 +118,7 @@ def test_a_store_indexed_from_another_text_is_reindexed_on_open(
     old = {i: old_text(lesson.symptom, lesson.root_cause) for i, lesson in lessons.items()}
     rewrite_index(store, old)
     set_version(store, version)
-    assert documents(store) == old
+    assert all(embedded_from(store, old).values())
     assert meta(store).get(INDEX_TEXT_KEY) == (None if version is None else str(version))
     dedup_before = dedup_vectors(store)
 
@@ -141,19 +138,21 @@ def test_a_store_indexed_from_another_text_is_reindexed_on_open(
         assert hit.similarity == pytest.approx(
             sum(a * b for a, b in zip(*expected, strict=True)), abs=1e-5
         )
-    assert documents(store) == {
-        i: index_text(lesson.symptom, lesson.root_cause) for i, lesson in lessons.items()
-    }
+    new = {i: index_text(lesson.symptom, lesson.root_cause) for i, lesson in lessons.items()}
+    assert all(embedded_from(store, new).values())
+    assert not any(embedded_from(store, old).values())
     # Only the index was rebuilt: the dedup vectors (root cause + fix) did not change.
     assert dedup_vectors(store) == dedup_before
 
 
 def test_a_store_at_this_version_is_not_reindexed(store: Path) -> None:
-    sentinel = {i: f"sentinel {n}" for n, i in enumerate(sorted(documents(store)))}
+    with Memory.open(str(store), embedder=EMBEDDER) as memory:
+        ids = sorted(lesson.id for lesson in memory.list_lessons().items)
+    sentinel = {i: f"sentinel {n}" for n, i in enumerate(ids)}
     rewrite_index(store, sentinel)
     with Memory.open(str(store), embedder=EMBEDDER):
         pass
-    assert documents(store) == sentinel
+    assert all(embedded_from(store, sentinel).values())
 
 
 def test_an_empty_store_of_an_older_version_just_records_the_new_one(tmp_path: Path) -> None:
