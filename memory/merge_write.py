@@ -139,6 +139,10 @@ def _merge_writer(
             changes.metadata.extend(_entry(rows[i]) for i in plan.member_ids)
         _write_rows(session, out, now)
         _mark_processed(session, out.done)
+        # By id: chromadb updates a sorted batch with less CPU (`scripts/bench_chroma_ops.py`,
+        # update-sorted vs update: 1.2 vs 2.1 s for 10k of 20k entries; ~10 % with ids
+        # unrelated to the insertion order).
+        changes.metadata.sort(key=lambda entry: entry.id)
         return Written(records, changes)
 
     return write

@@ -1,11 +1,13 @@
 """What chromadb charges per entry: a metadata-only update against a delete, with and
-without stored documents (the question: may merged lessons leave the index instead?).
+without stored documents (the question: may merged lessons leave the index instead?), and
+an update whose batches are sorted by id (what `memory.merge_write` sends).
 
     python scripts/bench_chroma_ops.py --entries 20000 --touched 10000
 
 A fresh embedded collection per case, filled with lesson-like entries (256-dim vectors,
 metadata as `memory.index` writes it, documents of ten words when asked), then `touched`
-random entries updated (status "merged") or deleted in as few calls as the client takes.
+random entries updated (status "merged"; "update-sorted": each batch sorted by id) or
+deleted in as few calls as the client takes.
 Prints wall and process CPU seconds per case and writes JSON.
 """
 
@@ -56,7 +58,9 @@ def case(root: Path, op: str, documents: bool, entries: int, touched: int) -> di
     t, cpu = time.perf_counter(), time.process_time()
     for start in range(0, touched, batch):
         chunk = chosen[start : start + batch]
-        if op == "update":
+        if op == "update-sorted":
+            chunk = sorted(chunk)
+        if op.startswith("update"):
             collection.update(ids=chunk, metadatas=[dict(merged) for _ in chunk])
         else:
             collection.delete(ids=chunk)
@@ -73,7 +77,7 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for documents in (True, False):
-            for op in ("update", "delete"):
+            for op in ("update", "update-sorted", "delete"):
                 row = case(Path(tmp), op, documents, args.entries, args.touched)
                 print(json.dumps(row))
                 results.append(row)
