@@ -18,6 +18,16 @@ cause shows up under several exceptions (a BOM is a KeyError in one program, a V
 JSONDecodeError in another). On the labelled set (scripts/bench_recall.py) a ranking boost for
 the query's types helped nothing, so the type gates and does not reorder.
 
+Data gate (`RecallConfig.data_gate`, the reflection stage by default): a lesson whose symptom
+or root cause holds a data symbol (a currency sign, '%', ';', '|', a BOM: the symbols
+`memory.lexical` keeps as tokens) is recalled for a query that holds data symbols only when
+they share one (any two currencies count as one); a side holding none is not judged by it. The
+error type alone let another family's lesson through: on the 1.5B learning stream a '$' crash
+(ValueError) got the BOM task's lessons ("skip rows whose qty is not a digit", cosine
+0.56-0.58) and the run failed where the same replay without that recall passed (README,
+ninth session). Value shapes are not compared: a gate on them dropped right lessons learned on
+another date or decimal format (scripts/bench_recall.py: reflection hit@1 0.60 -> 0.50).
+
 Surface views (`LessonQuery.surface`): the loop's task-start text is the goal plus the head
 of each input file and the data's profile (`agent.evidence.input_profile`: unusual headers,
 columns of mixed or symbol-bearing formats), and the goal's words dominate its embedding,
@@ -72,14 +82,14 @@ import numpy as np
 from sqlmodel import col, select
 
 from memory.db import Database
-from memory.dedup import Vector, cosine, unpack
+from memory.dedup import Vector, cosine, index_text, unpack
 from memory.embeddings import Embedder
 from memory.index import Hit, LessonIndex
-from memory.lexical import RECALLABLE, LexicalIndex
+from memory.lexical import RECALLABLE, LexicalIndex, data_marks
 from memory.matchtext import match_text
 from memory.render import estimate_tokens, render_lessons
 from memory.schema import LessonRow, ReviewRow, to_lesson, utcnow
-from memory.types import Lesson, LessonQuery, ScoredLesson
+from memory.types import Lesson, LessonQuery, RecallStage, ScoredLesson
 
 GLOBAL_SCOPE = "global"
 
@@ -106,6 +116,8 @@ class RecallConfig:
     flagged_penalty: float = 0.1
     # Candidates fetched from each side before re-ranking: room for diversification.
     candidate_pool: int = 24
+    # The stages whose queries pass the data gate (see "Data gate" in the docstring).
+    data_gate: tuple[RecallStage, ...] = ("reflection",)
 
 
 @dataclass(frozen=True)
@@ -118,6 +130,8 @@ class _Candidate:
     # Its error type and those of the lessons merged into it (consolidation merges one root
     # cause across error types): what the error-type gate looks at.
     types: frozenset[str] = frozenset()
+    # The data symbols its symptom and root cause quote (`memory.lexical.data_marks`).
+    marks: frozenset[str] = frozenset()
 
 
 def lift(lesson: Lesson) -> float:
@@ -245,6 +259,7 @@ class _Search:
         lexical: LexicalIndex,
         db: Database,
         cut: float,
+        data_gate: tuple[RecallStage, ...] = (),
     ) -> None:
         self.query, self.index, self.db, self.cut = query, index, db, cut
         # The query text's vector first, then one per surface view (max fusion).
@@ -254,6 +269,9 @@ class _Search:
         # now): an empty "global" costs a vector query per recall and can add nothing.
         self.scopes = self.bm25.scopes
         self.similarity: dict[str, float] = {}
+        # The data symbols the query quotes, at the stages the data gate applies to.
+        gated = query.stage in data_gate and query.min_similarity is None
+        self.marks = data_marks(match_text(query.text)) if gated else frozenset()
 
     def nearest(self, n: int, where: dict[str, Any] | None) -> list[Hit]:
         """Vector neighbours (of any view); their similarities are remembered."""
@@ -307,13 +325,26 @@ class _Search:
         loaded, flagged, types = _load(self.db, above)
         return [
             _Candidate(
-                lesson, vec, self.similarity[i], self.bm25.get(i, 0.0), i in flagged, types[i]
-            )  # fmt: skip
+                lesson,
+                vec,
+                self.similarity[i],
+                self.bm25.get(i, 0.0),
+                i in flagged,
+                types[i],
+                data_marks(index_text(lesson.symptom, lesson.root_cause)),
+            )
             for i in above
             if i in loaded
             for lesson, vec in [loaded[i]]
             if _still_fits(lesson, self.query)
         ]
+
+
+def fits_data(marks: frozenset[str], candidate: _Candidate) -> bool:
+    """The data gate: a lesson whose text holds a data symbol (a currency sign, '%', ';',
+    '|', a BOM) fits a query that holds one only when they share one (any two currencies
+    count as shared); either side holding none fits."""
+    return not marks or not candidate.marks or bool(marks & candidate.marks)
 
 
 def _gather(search: _Search, pool: int, limit: int) -> list[_Candidate]:
@@ -327,10 +358,12 @@ def _gather(search: _Search, pool: int, limit: int) -> list[_Candidate]:
         # filter by status (slower, so only when the fast path came up short).
         hits = search.nearest(pool, {"status": {"$in": list(RECALLABLE)}})
         found = search.candidates([c.lesson.id for c in found] + [h.lesson_id for h in hits])
+    found = [c for c in found if fits_data(search.marks, c)]
     types = frozenset(search.query.error_types)
     if types and not any(c.types & types for c in found) and saturated:
         typed = search.nearest(limit, where_clause(search.query, with_status=True))
         found = search.candidates([c.lesson.id for c in found] + [h.lesson_id for h in typed])
+        found = [c for c in found if fits_data(search.marks, c)]
     if types and not any(c.types & types for c in found):
         return []  # memory has not seen this kind of failure
     return found
@@ -402,7 +435,15 @@ def recall(
         return []
     # Compared as lessons are indexed: without the template the two share (memory.matchtext).
     views = [match_text(query.text), *(match_text(v) for v in query.surface if v.strip())]
-    search = _Search(query, embedder.embed(views), index, lexical, db, candidate_cut(query, config))
+    search = _Search(
+        query,
+        embedder.embed(views),
+        index,
+        lexical,
+        db,
+        candidate_cut(query, config),
+        config.data_gate,
+    )
     found = _gather(search, max(config.candidate_pool, query.limit * 4), query.limit)
     if not found or not passes_seed_gate(query, found, config):
         return []
