@@ -435,15 +435,8 @@ def recall(
         return []
     # Compared as lessons are indexed: without the template the two share (memory.matchtext).
     views = [match_text(query.text), *(match_text(v) for v in query.surface if v.strip())]
-    search = _Search(
-        query,
-        embedder.embed(views),
-        index,
-        lexical,
-        db,
-        candidate_cut(query, config),
-        config.data_gate,
-    )
+    cut = candidate_cut(query, config)
+    search = _Search(query, embedder.embed(views), index, lexical, db, cut, config.data_gate)
     found = _gather(search, max(config.candidate_pool, query.limit * 4), query.limit)
     if not found or not passes_seed_gate(query, found, config):
         return []
