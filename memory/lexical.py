@@ -47,7 +47,9 @@ RECALLABLE = ("candidate", "validated")
 # Python shows it in a header repr and as `agent.task.preview_bytes` shows it in a file's
 # head). A task's data and a lesson's symptom often share little else: '$860.45' in one file,
 # '$4,332.59' in the other. Each becomes a token of its own ("ufeff" for the BOM).
-_TOKEN = re.compile(r"\w+|[$€£¥%;|]|\ufeff|\\ufeff")
+_CURRENCY = frozenset("$€£¥")
+_SYMBOLS = "".join(sorted(_CURRENCY)) + "%;|"
+_TOKEN = re.compile(rf"\w+|[{re.escape(_SYMBOLS)}]|\ufeff|\\ufeff")
 
 
 # A quoted value ('$4,332.59', '18,9', 'N/A'), as symptoms, input evidence and a task start's
@@ -85,8 +87,7 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-_DATA_SYMBOLS = frozenset("$€£¥%;|") | {"ufeff"}
-_CURRENCY = frozenset("$€£¥")
+_DATA_SYMBOLS = frozenset(_SYMBOLS) | {"ufeff"}
 
 
 def data_marks(text: str) -> frozenset[str]:

@@ -22,11 +22,10 @@ Data gate (`RecallConfig.data_gate`, the reflection stage by default): a lesson 
 or root cause holds a data symbol (a currency sign, '%', ';', '|', a BOM: the symbols
 `memory.lexical` keeps as tokens) is recalled for a query that holds data symbols only when
 they share one (any two currencies count as one); a side holding none is not judged by it. The
-error type alone let another family's lesson through: on the 1.5B learning stream a '$' crash
-(ValueError) got the BOM task's lessons ("skip rows whose qty is not a digit", cosine
-0.56-0.58) and the run failed where the same replay without that recall passed (README,
-ninth session). Value shapes are not compared: a gate on them dropped right lessons learned on
-another date or decimal format (scripts/bench_recall.py: reflection hit@1 0.60 -> 0.50).
+error type alone let another family's lesson through: on the 1.5B stream a '$' ValueError got
+the BOM task's lesson (cosine 0.56) and failed where the replay without it passed (README).
+Value shapes are not compared: a gate on them dropped right lessons learned on another date
+or decimal format (scripts/bench_recall.py: reflection hit@1 0.60 -> 0.50).
 
 Surface views (`LessonQuery.surface`): the loop's task-start text is the goal plus the head
 of each input file and the data's profile (`agent.evidence.input_profile`: unusual headers,
@@ -312,6 +311,12 @@ class _Search:
             best = float(np.max(self.views @ np.asarray(vec, dtype=np.float32)))
             self.similarity[lesson_id] = min(1.0, best)
 
+    def _marks(self, lesson: Lesson) -> frozenset[str]:
+        """A candidate's data symbols; read only for a query the data gate applies to."""
+        if not self.marks:
+            return frozenset()
+        return data_marks(index_text(lesson.symptom, lesson.root_cause))
+
     def lexical_top(self, n: int) -> list[str]:
         """The `n` best BM25 matches, with their similarities fetched from the index."""
         ranked = self.bm25.top(n)  # best first, ties by id
@@ -331,7 +336,7 @@ class _Search:
                 self.bm25.get(i, 0.0),
                 i in flagged,
                 types[i],
-                data_marks(index_text(lesson.symptom, lesson.root_cause)),
+                self._marks(lesson),
             )
             for i in above
             if i in loaded
