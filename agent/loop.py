@@ -144,6 +144,9 @@ class _Run:
         self.search = RoundSearch(self)
         # Lessons a lesson-free candidate of the same pool outranked: not shown again this run.
         self.outranked: tuple[str, ...] = ()
+        # Signatures of every verdict checked so far, and whether the last round added one.
+        self.failures: set[str] = set()
+        self.found_new = False
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -192,6 +195,7 @@ class _Run:
             else:
                 self.emit("generated", 1, "control", cost, time.monotonic() - drawn_at)
                 self.search.take(pool, control, "control", temperature, cost, 1, lessons=False)
+        self._note_failures(pool)
         if len(pool.drawn) == 1:
             self._append(1, "generate", pool.drawn[0], (), t0, pool.repeats, lessons)
             self.unrecorded_usage += pool.wasted
@@ -207,12 +211,19 @@ class _Run:
             ids = (s.lesson.id for s in lessons if s.lesson.id not in self.outranked)
             self.outranked = (*self.outranked, *ids)
 
+    def _note_failures(self, pool: Pool) -> None:
+        """Did this round's search fail in a way no earlier candidate did? (see decide_stop)"""
+        signatures = {checks[-1].signature() for _, checks, _ in pool.drawn}
+        self.found_new = bool(signatures - self.failures)
+        self.failures |= signatures
+
     def _stop_reason(self) -> StopReason | None:
         return decide_stop(
             [r.feedback for r in self.rounds],
             max_rounds=self.cfg.max_rounds,
             score_threshold=self.cfg.score_threshold,
             has_external_check=self.task.check is not None,
+            found_new=self.found_new,
         )
 
     def _finish(self, reason: StopReason) -> RunResult:
@@ -312,6 +323,7 @@ class _Run:
             self.unrecorded_usage += pool.wasted
             return "budget" if self.spent() >= (self.cfg.token_budget or float("inf")) else "stall"
         self._note_outranked(pool, lessons)
+        self._note_failures(pool)
         chosen, entries = self.search.choose(pool)
         self._append(last.round + 1, "refine", chosen, entries, t0, pool.repeats, lessons)
         return None

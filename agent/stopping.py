@@ -16,8 +16,14 @@ def decide_stop(
     max_rounds: int,
     score_threshold: float,
     has_external_check: bool,
+    found_new: bool = False,
 ) -> StopReason | None:
-    """Given the verdict of every round so far, return why to stop, or None to go on."""
+    """Given the verdict of every round so far, return why to stop, or None to go on.
+
+    A stall is the same failure twice in a row. `found_new`: the last round also drew a
+    candidate that failed in a way no earlier candidate did (a round's search checks
+    several); the search is still moving, so a repeated best is no stall yet.
+    """
     last = verdicts[-1]
     if last.passed:
         return "passed"
@@ -27,7 +33,7 @@ def decide_stop(
         return "max_rounds"
     if not actionable(last):
         return "no_actionable_issue"
-    if len(verdicts) >= 2 and verdicts[-2].signature() == last.signature():
+    if len(verdicts) >= 2 and verdicts[-2].signature() == last.signature() and not found_new:
         return "stall"
     return None
 

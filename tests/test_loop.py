@@ -71,6 +71,30 @@ def test_same_failure_twice_is_a_stall(tmp_path: Path) -> None:
     assert result.stop_reason == "stall" and len(result.rounds) == 2
 
 
+def test_a_round_that_found_a_new_failure_is_no_stall(tmp_path: Path) -> None:
+    # Round 2's best repeats round 1's failure, but its pool also drew a failure not seen
+    # before: the search is still moving, so round 3 is drawn (and passes).
+    other_wrong = WRONG.replace("41", "41 ")
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(WRONG)], REFINE: [fix(other_wrong), fix(CRASH), fix(GOOD)]}
+    )
+    config = {"max_rounds": 5, "pool_size": 2, "resample_attempts": 0}
+    result = agent_for(llm, tmp_path, **config).run(make_task(tmp_path))
+    assert [r.feedback.kind for r in result.rounds] == ["check_failed", "check_failed", "success"]
+    assert [e.kind for e in result.rounds[1].pool] == ["check_failed", "runtime_error"]
+    assert result.passed and result.stop_reason == "passed"
+
+
+def test_a_round_with_only_known_failures_stalls(tmp_path: Path) -> None:
+    other_wrong, third = WRONG.replace("41", "41 "), WRONG.replace("41", " 41")
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(WRONG)], REFINE: [fix(other_wrong), fix(third), fix(GOOD)]}
+    )
+    config = {"max_rounds": 5, "pool_size": 2, "resample_attempts": 0}
+    result = agent_for(llm, tmp_path, **config).run(make_task(tmp_path))
+    assert result.stop_reason == "stall" and len(result.rounds) == 2
+
+
 def test_repeated_answer_is_resampled_hotter_then_stalls(tmp_path: Path) -> None:
     llm = ScriptedLLM.by_system({GEN: [code(WRONG)], REFINE: [fix(WRONG)] * 3})
     result = agent_for(llm, tmp_path, max_rounds=5, resample_attempts=2).run(make_task(tmp_path))
