@@ -98,9 +98,36 @@ class _PyError:
 def classify(result: ExecResult, *, log_path: Path | None = None) -> Feedback:
     """Turn an execution result into Feedback (stage "execution"); see the module docstring."""
     feedback = _classify(result, log_path)
+    if feedback.kind == "check_failed" and result.program_output:
+        feedback = feedback.model_copy(update={"program_said": program_said(result.program_output)})
     # stdout only: the checker prints there, last; a line on stderr would outrank it.
     credit = 1.0 if feedback.passed else partial_credit(result.stdout)
     return feedback.model_copy(update={"credit": credit}) if credit is not None else feedback
+
+
+def program_said(output: str) -> str | None:
+    """A digest of what a program printed: its most frequent kinds of line, one example each.
+
+    Lines are alike when their first two words match once digits are dropped, so a message
+    printed for every row ("Skipping expense: 2026-02-01 by Ana due to invalid cost format.")
+    shows once with its count: a program that hid its error and wrote wrong totals says here
+    what it skipped. None when it printed nothing.
+    """
+    groups: dict[str, list[str]] = {}
+    for line in _nonempty_lines(output):
+        groups.setdefault(" ".join(_DIGITS.sub("", line).split()[:2]), []).append(line)
+    if not groups:
+        return None
+    parts = []
+    for lines in sorted(groups.values(), key=len, reverse=True)[:3]:
+        example = lines[0] if len(lines[0]) <= 160 else lines[0][:157] + "..."
+        more = f" and {len(lines) - 1} more like it" if len(lines) > 1 else ""
+        parts.append(f"{example!r}{more}")
+    rest = len(groups) - len(parts)
+    return _clip("; ".join(parts) + (f"; {rest} other kind(s) of line" if rest > 0 else ""))
+
+
+_DIGITS = re.compile(r"\d+")
 
 
 _SCORE = re.compile(

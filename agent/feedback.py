@@ -36,6 +36,9 @@ class Feedback(BaseModel):
     # What the input shows about the failure (agent.evidence.data_evidence): the crash value's
     # column, header or bytes; else, for a failed check, the data's unusual columns.
     input_evidence: str | None = None
+    # What the candidate's program printed when its result failed the check: a digest of its
+    # own messages (a row skipped "due to invalid cost format" 28 times says where it fails).
+    program_said: str | None = None
     issues: tuple[str, ...] = ()
     score: float | None = None  # critic score 1-10 when the critic ran
     # Partial credit 0..1 that the check reported (`LESSONLOOP_SCORE 7/9`); 1 on success.
@@ -63,6 +66,8 @@ class Feedback(BaseModel):
             lines.append(f"failing example: {self.failing_example}")
         if self.input_evidence:
             lines.append(f"in the input: {self.input_evidence}")
+        if self.program_said:
+            lines.append(f"the program printed: {self.program_said}")
         if self.issues:
             lines.extend(f"issue: {issue}" for issue in self.issues[:5])
         if len(lines) == 1:

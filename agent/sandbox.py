@@ -109,6 +109,9 @@ class ExecResult(BaseModel):
     duration_s: float
     truncated: bool
     workspace: Path
+    # With a program phase before the check: what the candidate's program itself printed
+    # (stdout then stderr); '' when there was no such phase.
+    program_output: str = ""
 
 
 class Sandbox:
@@ -342,5 +345,6 @@ def _combined(results: list[ExecResult]) -> ExecResult:
             "stderr": "".join(r.stderr for r in results),
             "duration_s": round(sum(r.duration_s for r in results), 3),
             "truncated": any(r.truncated for r in results),
+            "program_output": results[0].stdout + results[0].stderr,
         }
     )

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from agent.classify import classify
-from agent.sandbox import ExecResult
+from agent.checks import execute
+from agent.classify import classify, program_said
+from agent.container import Limits
+from agent.sandbox import ExecResult, Sandbox
+from tests.helpers import make_task
 
 HOST_WS = Path("/tmp/lessonloop-run-abc/workspace")
 
@@ -245,3 +248,29 @@ def test_partial_credit_is_read_from_the_last_score_line() -> None:
     assert partial_credit("LESSONLOOP_SCORE 12/9") == 1.0  # clamped
     assert partial_credit("LESSONLOOP_SCORE 1/0") is None
     assert partial_credit("score 7/9") is None and partial_credit(" LESSONLOOP_SCORE 1/2") is None
+
+
+def test_program_said_groups_alike_lines_most_frequent_first() -> None:
+    out = "Total: 4.5\n" + "".join(f"Warning: row {i} bad\n" for i in range(3)) + "\n"
+    assert program_said(out) == "'Warning: row 0 bad' and 2 more like it; 'Total: 4.5'"
+    many = "".join(f"{word} line\n" for word in ("one", "two", "three", "four", "five"))
+    assert program_said(many) == "'one line'; 'two line'; 'three line'; 2 other kind(s) of line"
+    assert program_said("\n  \n") is None
+
+
+def test_a_failed_check_shows_what_the_program_printed(tmp_path: Path) -> None:
+    # The program hides its error (every row "skipped") and writes a wrong answer: the
+    # checker only sees the wrong value, the program's own messages say why.
+    task = make_task(tmp_path, check='python "$TASK_DIR/check.py"')
+    task = task.model_copy(update={"run": "python solution.py"})
+    program = (
+        "import json\nfor i in range(5):\n    print(f'Skipping row {i}: bad value')\n"
+        "json.dump(0, open('out.json', 'w'))"
+    )
+    sandbox = Sandbox(Limits(cpu_s=10))
+    feedback = execute(task, {"solution.py": program}, sandbox=sandbox)
+    assert feedback.kind == "check_failed"
+    assert feedback.program_said == "'Skipping row 0: bad value' and 4 more like it"
+    assert "the program printed: 'Skipping row 0: bad value'" in feedback.compressed()
+    quiet = "import json\njson.dump(0, open('out.json', 'w'))"
+    assert execute(task, {"solution.py": quiet}, sandbox=sandbox).program_said is None
