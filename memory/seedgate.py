@@ -19,7 +19,10 @@ What states an error (`stated_error_types`), the forms the loop and Python write
 - a kind phrase opening a line and followed by an exception ("runtime error ValueError at
   solution.py:8: ...", the template of a lesson's symptom);
 - an exception line as a traceback ends (`json.decoder.JSONDecodeError: Expecting value`,
-  `KeyError: 'qty'`, a bare `StopIteration`), optionally after a `message:` label.
+  `KeyError: 'qty'`, a bare `StopIteration`), optionally after a `message:` label. A text
+  that states exceptions but no kind also states the kind the loop would send beside them
+  (`syntax_error` for a SyntaxError, `resource_error` for a MemoryError, else
+  `runtime_error`): a lesson filed under the kind alone still opens the gate.
 
 An exception is a builtin exception class or a CamelCase name ending in Error or Exception
 (not the word "Error" alone); a warning is not an error. "success" states no error. A name
@@ -61,6 +64,7 @@ _KIND_LINE = re.compile(
 _KIND_HEADER = re.compile(rf"^[ \t]*(?P<kind>(?i:{_KIND}))[ \t]+{_EXC}\b", re.MULTILINE)
 _EXC_LINE = re.compile(rf"^[ \t]*(?:(?i:message)[ \t]*:[ \t]*)?{_EXC}[ \t]*(?::|$)", re.MULTILINE)
 _SUFFIXES = ("Error", "Exception")
+_SYNTAX = frozenset({"SyntaxError", "IndentationError", "TabError"})
 
 
 def is_exception_name(name: str) -> bool:
@@ -74,12 +78,29 @@ def _kind(phrase: str) -> str:
     return re.sub(r"[ \t]+", "_", phrase.strip().lower())
 
 
+def kind_of(exception: str) -> str:
+    """The feedback kind an exception that ended a program gets (as `agent.classify` files
+    it when the traceback alone is known)."""
+    if exception in _SYNTAX:
+        return "syntax_error"
+    return "resource_error" if exception == "MemoryError" else "runtime_error"
+
+
 def stated_error_types(text: str, surface: Sequence[str] = ()) -> tuple[str, ...]:
     """The error types `text` states (see the module docstring), in order of appearance,
     without duplicates; the content of the `surface` views does not count."""
     for view in surface:
         if view.strip():
             text = text.replace(view, "\n")
+    found = _stated(text)
+    if found and not any(t in FEEDBACK_KINDS for _, t in found):
+        # Exceptions alone: the kind the loop would have sent beside them.
+        found += [(i, kind_of(t)) for i, t in found]
+    return tuple(dict.fromkeys(t for _, t in sorted(found)))
+
+
+def _stated(text: str) -> list[tuple[int, str]]:
+    """(position, type) of every kind and exception `text` states."""
     found: list[tuple[int, str]] = []
     for match in _KIND_LINE.finditer(text):
         found.append((match.start("kind"), _kind(match.group("kind"))))
@@ -93,7 +114,7 @@ def stated_error_types(text: str, surface: Sequence[str] = ()) -> tuple[str, ...
     for match in _EXC_LINE.finditer(text):
         if is_exception_name(match.group("name")):
             found.append((match.start("name"), match.group("name")))
-    return tuple(dict.fromkeys(t for _, t in sorted(found)))
+    return found
 
 
 def seed_gated(query: LessonQuery) -> bool:

@@ -114,6 +114,15 @@ def test_a_task_start_states_no_error_and_stays_ungated(memory: Memory) -> None:
     assert _recall(memory, f"NEAR_A\n{head}", stage="seed") == []
 
 
+def test_an_exception_alone_also_states_the_kind_the_loop_would_send(memory: Memory) -> None:
+    # A lesson filed under the kind alone (no exception name) opens the gate for a traceback's
+    # exception line, as the loop's (error type, kind) pair opens it at reflection.
+    memory.add(LessonDraft(scope="s", error_type="runtime_error", symptom="killed NEAR_A",
+                           root_cause="CAUSE_C", fix="fix C"))  # fmt: skip
+    text = "NEAR_A\nZeroDivisionError: division by zero"
+    assert _recall(memory, text, stage="seed") == ["runtime_error", "ValueError"]
+
+
 def test_reflection_keeps_its_own_types(memory: Memory) -> None:
     # The loop's types win over the text's (it knows the failure); a query that states
     # nothing at reflection is not gated on the text either.
@@ -137,8 +146,14 @@ CHECK = Feedback(kind="check_failed", stage="execution", summary="totals differ"
         (CRASH.compressed(), ("runtime_error", "ValueError")),
         (CHECK.compressed(), ("check_failed",)),
         (symptom_of(CRASH), ("runtime_error", "ValueError")),
-        ("message: KeyError: 'qty'", ("KeyError",)),
-        ("socket stuff\nurllib.error.HTTPError: HTTP Error 404", ("HTTPError",)),
+        ("message: KeyError: 'qty'", ("KeyError", "runtime_error")),
+        ("socket stuff\nurllib.error.HTTPError: HTTP Error 404", ("HTTPError", "runtime_error")),
+        (
+            "  File 'x.py', line 2\nIndentationError: unexpected indent",
+            ("IndentationError", "syntax_error"),
+        ),
+        ("MemoryError", ("MemoryError", "resource_error")),
+        ("kind: check_failed\nmessage: AssertionError: 3 != 4", ("check_failed", "AssertionError")),
         ("kind: success", ()),
         ("Warning: large file\nError: see below\nNote: nothing", ()),
         ("DeprecationWarning: use x", ()),
@@ -153,7 +168,7 @@ def test_stated_error_types(text: str, expected: tuple[str, ...]) -> None:
 def test_the_surface_views_state_nothing() -> None:
     head = "--- log.txt ---\nKeyError: 'x'"
     assert stated_error_types(f"Summarise the log.\n{head}", (head,)) == ()
-    assert stated_error_types(f"KeyError: 'y'\n{head}", (head,)) == ("KeyError",)
+    assert stated_error_types(f"KeyError: 'y'\n{head}", (head,)) == ("KeyError", "runtime_error")
 
 
 def test_exception_names() -> None:
@@ -165,7 +180,7 @@ def test_exception_names() -> None:
 def test_the_query_s_types_come_first_and_only_seed_queries_are_read() -> None:
     text = "KeyError: 'x'"
     assert gate_types(LessonQuery(text=text, error_types=("ValueError",))) == {"ValueError"}
-    assert gate_types(LessonQuery(text=text)) == {"KeyError"}
+    assert gate_types(LessonQuery(text=text)) == {"KeyError", "runtime_error"}
     assert gate_types(LessonQuery(text=text), stated=False) == frozenset()
     assert gate_types(LessonQuery(text=text, stage="reflection")) == frozenset()
     assert gate_types(LessonQuery(text=text, min_similarity=0.3)) == frozenset()
