@@ -35,18 +35,16 @@ while a lesson's symptom describes the data ("in the input: values of column 'am
 lesson's similarity is then its best cosine over the query text and these views (max
 fusion), for the cut, the gate and the ranking.
 
-Seed gate: at the seed stage (task start) there is no error type to gate on. There recall
-answers only if its best candidate reaches the cut (`min_similarity`, or `seed_min_similarity`
-when that is higher); `seed_cut_margin` may then let candidates in down to the cut minus the
-margin (all or nothing, so hit@3 is not cut twice). A query that sets its own
+Seed gate (`memory.seedgate`): at the seed stage (task start) the loop gives no error type.
+A seed query whose text states an error (a feedback line, a traceback's exception line) is
+gated on the types it states, as above; one that states none (a goal and its data) is not.
+Either way recall answers only if its best candidate reaches the cut (`min_similarity`, or
+`seed_min_similarity` when higher); `seed_cut_margin` may then let candidates in down to the
+cut minus the margin (all or nothing, so hit@3 is not cut twice). A query that sets its own
 `min_similarity` is not gated. The margin is off by default: on the trap tasks' starts
-(scripts/bench_recall.py, "seed stage, trap tasks"; fitted on one half, reported on the
-other) 0.10 raised hit@1 by about 0.05, but on the store of a real learning stream
-(scripts/bench_learning.py on the 1.5B) a lesson let in below the cut outranked the one that
-opened the gate and replaced a right seed hit by a wrong one. Error texts sent as seed
-queries ("seed stage, error text") need `seed_min_similarity` 0.55 to silence unrelated
-errors, which drops the right lesson of most real task starts: off by default, the loop
-sends task starts.
+(scripts/bench_recall.py) 0.10 raised hit@1 by about 0.05, but on the store of a real
+learning stream (scripts/bench_learning.py on the 1.5B) a lesson let in below the cut
+outranked the one that opened the gate and replaced a right seed hit by a wrong one.
 
 Ranking, for each candidate:
 
@@ -72,7 +70,7 @@ into failing runs, `memory.lift.flag`) loses as much as the worst lift. Age coun
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -88,6 +86,7 @@ from memory.lexical import RECALLABLE, LexicalIndex, data_marks
 from memory.matchtext import match_text
 from memory.render import estimate_tokens, render_lessons
 from memory.schema import LessonRow, ReviewRow, to_lesson, utcnow
+from memory.seedgate import candidate_cut, gate_types, passes_seed_gate
 from memory.types import Lesson, LessonQuery, RecallStage, ScoredLesson
 
 GLOBAL_SCOPE = "global"
@@ -103,6 +102,8 @@ class RecallConfig:
     seed_min_similarity: float | None = None
     # ... and then candidates need only the cut minus this. See "Seed gate" in the docstring.
     seed_cut_margin: float = 0.0
+    # A seed query that states an error is gated on the types it states (memory.seedgate).
+    seed_stated_types: bool = True
     # Cosine of root cause + fix embeddings above which a lower-ranked lesson is dropped as
     # saying the same thing; equal to the dedup threshold: such lessons would have been
     # merged had they shared scope and error type.
@@ -188,11 +189,12 @@ def scopes_of(query: LessonQuery) -> list[str]:
     return scopes
 
 
-def where_clause(query: LessonQuery, *, with_status: bool = False) -> dict[str, Any] | None:
-    """A chromadb filter inside a scope collection: error types (and status, slow path)."""
+def where_clause(types: Collection[str], *, with_status: bool = False) -> dict[str, Any] | None:
+    """A chromadb filter inside a scope collection: the gate's error types (the query's, or
+    those a seed query states: `memory.seedgate`), and status (slow path)."""
     clauses: list[dict[str, Any]] = []
-    if query.error_types:
-        clauses.append({"error_type": {"$in": list(query.error_types)}})
+    if types:
+        clauses.append({"error_type": {"$in": sorted(types)}})
     if with_status:
         clauses.append({"status": {"$in": list(RECALLABLE)}})
     if not clauses:
@@ -259,8 +261,10 @@ class _Search:
         db: Database,
         cut: float,
         data_gate: tuple[RecallStage, ...] = (),
+        types: frozenset[str] = frozenset(),
     ) -> None:
         self.query, self.index, self.db, self.cut = query, index, db, cut
+        self.types = types  # the error-type gate's (memory.seedgate.gate_types)
         # The query text's vector first, then one per surface view (max fusion).
         self.views = np.asarray(vectors, dtype=np.float32)
         self.bm25 = lexical.search(query.text, scopes_of(query))
@@ -364,9 +368,9 @@ def _gather(search: _Search, pool: int, limit: int) -> list[_Candidate]:
         hits = search.nearest(pool, {"status": {"$in": list(RECALLABLE)}})
         found = search.candidates([c.lesson.id for c in found] + [h.lesson_id for h in hits])
     found = [c for c in found if fits_data(search.marks, c)]
-    types = frozenset(search.query.error_types)
+    types = search.types
     if types and not any(c.types & types for c in found) and saturated:
-        typed = search.nearest(limit, where_clause(search.query, with_status=True))
+        typed = search.nearest(limit, where_clause(types, with_status=True))
         found = search.candidates([c.lesson.id for c in found] + [h.lesson_id for h in typed])
         found = [c for c in found if fits_data(search.marks, c)]
     if types and not any(c.types & types for c in found):
@@ -401,31 +405,6 @@ def _rank(
     return ranked
 
 
-def _seed_gated(query: LessonQuery) -> bool:
-    return query.stage == "seed" and query.min_similarity is None
-
-
-def seed_gate(config: RecallConfig) -> float:
-    """The cosine the best candidate of a seed-stage query must reach."""
-    return max(config.min_similarity, config.seed_min_similarity or config.min_similarity)
-
-
-def candidate_cut(query: LessonQuery, config: RecallConfig) -> float:
-    """The cosine a candidate needs: the query's own, the seed stage's, or the store's."""
-    if query.min_similarity is not None:
-        return query.min_similarity
-    if _seed_gated(query):
-        return seed_gate(config) - config.seed_cut_margin
-    return config.min_similarity
-
-
-def passes_seed_gate(query: LessonQuery, found: Sequence[_Candidate], config: RecallConfig) -> bool:
-    """False when a seed-stage query's best candidate stays below `seed_gate(config)`."""
-    if not _seed_gated(query):
-        return True
-    return max((c.similarity for c in found), default=-1.0) >= seed_gate(config)
-
-
 def recall(
     query: LessonQuery,
     *,
@@ -441,9 +420,10 @@ def recall(
     # Compared as lessons are indexed: without the template the two share (memory.matchtext).
     views = [match_text(query.text), *(match_text(v) for v in query.surface if v.strip())]
     cut = candidate_cut(query, config)
-    search = _Search(query, embedder.embed(views), index, lexical, db, cut, config.data_gate)
+    types = gate_types(query, stated=config.seed_stated_types)
+    search = _Search(query, embedder.embed(views), index, lexical, db, cut, config.data_gate, types)
     found = _gather(search, max(config.candidate_pool, query.limit * 4), query.limit)
-    if not found or not passes_seed_gate(query, found, config):
+    if not found or not passes_seed_gate(query, max(c.similarity for c in found), config):
         return []
     ranked = _rank(found, config, utcnow(), search.cut)
     return _diversify(ranked, query.limit, query.token_budget, config.diversity_similarity)

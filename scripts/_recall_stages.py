@@ -8,8 +8,10 @@ Two kinds of seed query, both without error types (the loop has none at task sta
   first 3 lines of each input file, 300 bytes read; and each file's head alone as a surface
   view), for the labelled cases' `task_goal`s and the unrelated goals.
 Each is scored as built (the seed gate at the store's cut, candidates down to the seed cut
-margin below it) and with `seed_min_similarity` 0.45, 0.50 and 0.55 (`SEED_GATES`), on the
-odd and the even labelled queries. The trap tasks' real
+margin below it, and a query that states an error gated on the types it states:
+memory.seedgate), as built without that stated-type gate (the code before it), and with
+`seed_min_similarity` 0.45, 0.50 and 0.55 (`SEED_GATES`), on the odd and the even labelled
+(and unrelated) queries. The trap tasks' real
 starts, with lessons a retrospective wrote, are in scripts/_recall_traps.py.
 """
 
@@ -61,10 +63,13 @@ def seed_views(
 SEED_GATES = (None, 0.45, 0.50, 0.55)
 
 
-def gated(memory: Any, gate: float | None, run: Callable[[], Any]) -> Any:
-    """Run with `seed_min_similarity` at `gate` (None: the store's cut), then restore it."""
+def gated(memory: Any, gate: float | None, run: Callable[[], Any], *, stated: bool = True) -> Any:
+    """Run with `seed_min_similarity` at `gate` (None: the store's cut) and the stated-type
+    gate on or off (`seed_stated_types`, memory.seedgate), then restore the config."""
     config = memory.recall_config
-    memory.recall_config = dataclasses.replace(config, seed_min_similarity=gate)
+    memory.recall_config = dataclasses.replace(
+        config, seed_min_similarity=gate, seed_stated_types=stated
+    )
     try:
         return run()
     finally:

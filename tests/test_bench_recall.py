@@ -97,7 +97,8 @@ def test_small_run_with_the_real_embedder(sandbox: Sandbox) -> None:
     # Only seed-stage unrelated queries (goals) here: the reflection methods have none ...
     assert built.no_lesson_rate is None
     seed = {m.name: m for m in report.methods if m.name.startswith("seed stage")}
-    assert len(seed) == 2 * len(SEED_GATES)  # error text / task start x each seed gate
+    # error text / task start x (each seed gate + as built without the stated-type gate)
+    assert len(seed) == 2 * (len(SEED_GATES) + 1)
     assert all(m.no_lesson_rate is not None for m in seed.values())  # ... the seed views do
     assert all(len(r) <= 3 for r in built.rankings.values())  # the loop's lesson limit
     assert built.related.hit_at_1 > 0  # MiniLM ranks at least one right lesson first here

@@ -39,7 +39,9 @@ LESSONS: dict[str, LessonDraft] = {
         applies_when="numbers written in German, French or other European formats",
     ),
     "recursion": LessonDraft(
-        error_type="resource_error",
+        # As the loop files it (agent.classify: a RecursionError is a runtime error of that
+        # type); a seed query stating the RecursionError is gated on those types.
+        error_type="RecursionError",
         symptom="RecursionError: maximum recursion depth exceeded in flatten()",
         root_cause="the recursive flatten has no base case for strings, which are iterable "
         "themselves, so it recurses forever",

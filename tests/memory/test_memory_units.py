@@ -91,9 +91,9 @@ def test_scopes_and_where_clause() -> None:
     q = LessonQuery(text="x", scope="a", include_global=True, error_types=("timeout",))
     assert scopes_of(q) == ["a", "global"]
     assert scopes_of(q.model_copy(update={"include_global": False})) == ["a"]
-    assert where_clause(q) == {"error_type": {"$in": ["timeout"]}}
-    assert where_clause(q.model_copy(update={"error_types": ()})) is None
-    assert where_clause(q, with_status=True) == {
+    assert where_clause(q.error_types) == {"error_type": {"$in": ["timeout"]}}
+    assert where_clause(()) is None
+    assert where_clause(q.error_types, with_status=True) == {
         "$and": [
             {"error_type": {"$in": ["timeout"]}},
             {"status": {"$in": ["candidate", "validated"]}},
