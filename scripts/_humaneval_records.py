@@ -168,7 +168,7 @@ def print_summary(console: Console, summary: Mapping[str, Any]) -> None:
         f"{summary.get('hot_samples_drawn')} samples)",
     )
     for k in (k for k in pass_at if k != "1"):
-        budget = " (the loop's candidates)" if int(k) == summary["hot_candidate_budget"] else ""
+        budget = " (= the loop's budget)" if int(k) == summary["hot_candidate_budget"] else ""
         row(f"pass@{k}{budget}", ["", ""], f"{pass_at[k]:.1%}")
     row("visible checks passed", [str(summary[c + "_visible_passed"]) for c in conds], "")
 
