@@ -3,7 +3,9 @@
 `problem_record` turns one loop run and its two hidden-test scores into the record
 `scripts/bench_humaneval.py` writes; `summarise` totals the records, `write_json` rewrites
 the result file atomically, `print_summary` and `one_line` show them, and
-`resumable_records` takes the records of an earlier run back for `--resume`.
+`resumable_records` takes the records of an earlier run back for `--resume`. A record may hold
+a "hot" entry (`--hot-samples`, scripts/_humaneval_hot.py); the totals and the table show it
+only where some record has one, so a run without it keeps its shape.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from rich.table import Table
 from agent.llm.base import Usage
 from agent.result import RoundRecord, RunResult
 from scripts._humaneval_checks import HiddenScore, Problem
+from scripts._humaneval_hot import summarise_hot
 
 
 def _tokens(usage: Usage) -> dict[str, int]:
@@ -130,6 +133,7 @@ def summarise(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "loop_tokens": tokens("loop"),
         "single_seconds": round(total("single", "seconds"), 1),
         "loop_seconds": round(total("loop", "seconds"), 1),
+        **summarise_hot(records),
     }
 
 
@@ -143,24 +147,44 @@ def write_json(path: Path, meta: Mapping[str, Any], records: Sequence[Mapping[st
 
 
 def print_summary(console: Console, summary: Mapping[str, Any]) -> None:
+    hot = summary.get("hot_problems", 0)
     table = Table(title=f"HumanEval, {summary['problems']} problems")
     table.add_column("")
     table.add_column("single shot", justify="right")
     table.add_column("loop", justify="right")
+    if hot:
+        of = "" if hot == summary["problems"] else f", {hot} problems"
+        table.add_column(f"hot samples{of}", justify="right")
     conds = ("single", "loop")
-    table.add_row(
+
+    def row(label: str, cells: Sequence[str], hot_cell: str) -> None:
+        table.add_row(label, *cells, *((hot_cell,) if hot else ()))
+
+    pass_at = summary.get("hot_pass_at", {})
+    row(
         "pass@1 (hidden tests)",
-        *(f"{summary[c + '_passed']} ({summary[c + '_pass_at_1']:.1%})" for c in conds),
+        [f"{summary[c + '_passed']} ({summary[c + '_pass_at_1']:.1%})" for c in conds],
+        f"{pass_at.get('1', 0.0):.1%} ({summary.get('hot_samples_passed')} of "
+        f"{summary.get('hot_samples_drawn')} samples)",
     )
-    table.add_row("visible checks passed", *(str(summary[c + "_visible_passed"]) for c in conds))
-    table.add_row(
-        "tokens prompt / completion",
-        *(
-            f"{summary[c + '_tokens']['prompt']} / {summary[c + '_tokens']['completion']}"
-            for c in conds
-        ),
+    for k in (k for k in pass_at if k != "1"):
+        budget = " (= the loop's budget)" if int(k) == summary["hot_candidate_budget"] else ""
+        row(f"pass@{k}{budget}", ["", ""], f"{pass_at[k]:.1%}")
+    row("visible checks passed", [str(summary[c + "_visible_passed"]) for c in conds], "")
+
+    def tokens(c: str) -> str:
+        used = summary.get(c + "_tokens", {})
+        return f"{used.get('prompt')} / {used.get('completion')}"
+
+    row("tokens prompt / completion", [tokens(c) for c in conds], tokens("hot"))
+    if hot:
+        per = [f"{sum(summary[c + '_tokens'].values()) / summary['problems']:.0f}" for c in conds]
+        row("tokens per problem", per, f"{summary['hot_tokens_per_problem']:.0f}")
+    row(
+        "wall time (s)",
+        [f"{summary[c + '_seconds']:.0f}" for c in conds],
+        f"{summary.get('hot_seconds', 0.0):.0f}",
     )
-    table.add_row("wall time (s)", *(f"{summary[c + '_seconds']:.0f}" for c in conds))
     console.print(table)
     console.print(
         f"loop fixed {summary['fixed']}, broke {summary['broke']}; "
@@ -191,9 +215,11 @@ def one_line(record: Mapping[str, Any]) -> str:
     def mark(passed: bool) -> str:
         return "pass" if passed else "FAIL"
 
+    hot = record.get("hot")
     return (
         f"{record['task_id']}: single {mark(record['single']['hidden_passed'])}, "
         f"loop {mark(loop['hidden_passed'])} ({record['outcome']}); rounds {loop['rounds']}, "
         f"stop {loop['stop_reason']}, repeats {loop['refiner_repeats']}/{loop['refiner_calls']}, "
         f"{loop['seconds']:.0f} s"
+        + (f"; hot samples {hot['passed']}/{hot['samples']} passed" if hot else "")
     )

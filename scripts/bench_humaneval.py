@@ -3,6 +3,7 @@
     python -m scripts.bench_humaneval                     # all 164, embedded local model
     python -m scripts.bench_humaneval --limit 10 --max-rounds 3 --out bench-results/he10.json
     python -m scripts.bench_humaneval --model openai:gpt-4o-mini --offset 100
+    python -m scripts.bench_humaneval --limit 40 --hot-samples 7 --out bench-results/he40-hot.json
 
 Each problem becomes an `agent.task.Task` in a temporary task directory. Its check command
 runs `visible_check.py`, which executes the examples written in the prompt's docstring
@@ -21,6 +22,12 @@ The single-shot time and tokens are those of round 1 (generation plus its visibl
 Model code never runs in this process: visible and hidden checks both run in agent.sandbox.
 Both checks execute the prompt before solution.py, as HumanEval's own harness does by
 concatenating prompt and completion, so helpers and imports from the prompt are in scope.
+
+`--hot-samples K` adds a third column: after the loop, K plain generations per problem with the
+round-1 generator prompt (no feedback, no lessons) at the loop's resample temperature, each with
+its own seed, scored on the hidden tests like the loop's code. Their pass@1 and pass@k (k = K,
+and the loop's candidate budget when that is <= K) are the ceiling the loop's search approaches,
+at their token cost (scripts/_humaneval_hot.py). Off by default: the JSON then keeps its shape.
 
 Results go to `--out` (JSON, rewritten after every problem, so Ctrl-C keeps what was done).
 
@@ -64,6 +71,7 @@ from scripts._humaneval_checks import (
     canonical_passes_visible,
     score_hidden,
 )
+from scripts._humaneval_hot import candidate_budget, draw_hot_samples, hot_record
 from scripts._humaneval_records import (
     one_line,
     print_summary,
@@ -119,11 +127,18 @@ class Meter:
 
 
 def run_problem(
-    agent: ReflectiveAgent, meter: Meter, sandbox: Sandbox, problem: Problem, root: Path
+    agent: ReflectiveAgent,
+    meter: Meter,
+    sandbox: Sandbox,
+    problem: Problem,
+    root: Path,
+    *,
+    hot_samples: int = 0,
 ) -> dict[str, Any]:
     """One loop run; its round 1 is the single-shot answer (see the module docstring).
 
-    `agent` must use `meter` as its LLM and report its events to `meter.observe`.
+    `agent` must use `meter` as its LLM and report its events to `meter.observe`. With
+    `hot_samples` K > 0, K plain samples follow the loop (scripts/_humaneval_hot.py).
     """
     task, n_examples = build_task(problem, root)
     meter.take()
@@ -139,6 +154,12 @@ def run_problem(
     # Where the docstring contradicts the hidden tests (HumanEval/47, /116) the visible
     # feedback pushes the model the wrong way; the flag lets the analysis set these apart.
     record["canonical_passes_visible"] = canonical_passes_visible(sandbox, task, problem)
+    if hot_samples:
+        config = agent.config
+        hot = draw_hot_samples(
+            meter.llm, sandbox, problem, task, samples=hot_samples, config=config
+        )
+        record["hot"] = hot_record(hot, candidate_budget(config))
     return record
 
 
@@ -156,7 +177,22 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--resume", action="store_true", help="keep the problems already in --out, run the rest"
     )
+    parser.add_argument(
+        "--hot-samples",
+        type=_non_negative,
+        default=0,
+        metavar="K",
+        help="after the loop, draw K plain samples per problem at the loop's resample "
+        "temperature and report their pass@k (0: off)",
+    )
     return parser.parse_args(argv)
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -189,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "interrupted": False,
         "errors": [],
     }
+    if args.hot_samples:
+        meta["hot_samples"] = args.hot_samples
     done: list[dict[str, Any]] = []
     if args.resume and args.out.is_file():
         try:
@@ -222,6 +260,7 @@ def _run_all(
     meter = Meter(llm)
     records = list(done)
     started = time.monotonic() - meta.get("seconds", 0.0)
+    hot_samples = int(meta.get("hot_samples", 0))
     with tempfile.TemporaryDirectory(prefix="humaneval-tasks-") as tmp, _progress(console) as bar:
         job = bar.add_task("starting", total=len(problems), problem="")
 
@@ -237,7 +276,9 @@ def _run_all(
             for problem in problems:
                 bar.update(job, problem=problem["task_id"], description=problem["task_id"])
                 try:
-                    record = run_problem(agent, meter, sandbox, problem, Path(tmp))
+                    record = run_problem(
+                        agent, meter, sandbox, problem, Path(tmp), hot_samples=hot_samples
+                    )
                 except BackendError as exc:  # e.g. a prompt beyond the context window
                     meta["errors"].append({"task_id": problem["task_id"], "error": str(exc)})
                     console.print(f"[red]{problem['task_id']}: {exc}")

