@@ -11,7 +11,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from memory.errors import EmbedderUnavailableError, MemoryConfigError
@@ -197,3 +197,27 @@ def resolve_embedder(spec: str) -> Embedder:
     if name == "hash" and (not dim or dim.isdigit()):
         return HashEmbedder(int(dim) if dim else 256)
     raise MemoryConfigError(f"unknown embedder {spec!r} (use minilm, hash or hash:DIM)")
+
+
+class KeywordEmbedder:
+    """A test double with chosen geometry: a text gets the vector of the first keyword it
+    contains (in `vectors` order), any other text the last axis. Recall's cuts and gates
+    can then be tested at exact cosines."""
+
+    def __init__(self, vectors: Mapping[str, Sequence[float]], *, model_id: str) -> None:
+        dims = {len(v) for v in vectors.values()}
+        if len(dims) != 1:
+            raise ValueError("every keyword vector must have the same length")
+        self._vectors = {word: [float(x) for x in v] for word, v in vectors.items()}
+        self._dim = dims.pop()
+        self.model_id = model_id
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        other = [0.0] * (self._dim - 1) + [1.0]
+        return [
+            next((v for word, v in self._vectors.items() if word in text), other) for text in texts
+        ]

@@ -4,9 +4,9 @@ real in-memory store, with an embedder whose cosines are chosen exactly."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 from memory import LessonDraft, LessonQuery, Memory
+from memory.embeddings import KeywordEmbedder
 
 
 def _unit(a: float, b: float = 0.0) -> list[float]:
@@ -29,21 +29,8 @@ VECTORS = {
 }
 
 
-class KeywordEmbedder:
-    """Texts by their first keyword -> fixed unit vectors; anything else is orthogonal."""
-
-    model_id = "test/keyword"
-    dim = 6
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self._one(t) for t in texts]
-
-    @staticmethod
-    def _one(text: str) -> list[float]:
-        for word, vec in VECTORS.items():
-            if word in text:
-                return vec
-        return [0, 0, 0, 0, 0, 1.0]
+def _embedder() -> KeywordEmbedder:
+    return KeywordEmbedder(VECTORS, model_id="test/keyword")
 
 
 def lesson(x: str) -> LessonDraft:
@@ -61,7 +48,7 @@ def _recall(memory: Memory, text: str, **kw: object) -> list[str]:
 
 def test_seed_stage_answers_when_the_best_reaches_the_cut_and_then_takes_near_lessons() -> None:
     margin = {"seed_cut_margin": 0.10}
-    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4, **margin) as memory:
+    with Memory.in_memory(_embedder(), min_similarity=0.4, **margin) as memory:
         memory.add_many([A, B])
         # Best 0.7 >= 0.4: B at 0.35 (within the 0.10 margin below the cut) ranks beside it.
         assert _recall(memory, "BOTH task", stage="seed") == [A.symptom, B.symptom]
@@ -76,14 +63,14 @@ def test_seed_stage_answers_when_the_best_reaches_the_cut_and_then_takes_near_le
 
 
 def test_no_margin_by_default_keeps_the_plain_cut() -> None:
-    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4) as m:
+    with Memory.in_memory(_embedder(), min_similarity=0.4) as m:
         m.add_many([A, B])
         assert _recall(m, "BOTH task", stage="seed") == [A.symptom]
 
 
 def test_a_higher_seed_gate_silences_middling_seed_queries_only() -> None:
     gate = {"seed_min_similarity": 0.55}
-    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4, **gate) as memory:
+    with Memory.in_memory(_embedder(), min_similarity=0.4, **gate) as memory:
         memory.add(A)
         # 0.47: above the cut, below the seed gate -> nothing at the seed stage ...
         assert _recall(memory, "MIDDLE task", stage="seed") == []
@@ -98,7 +85,7 @@ def test_a_higher_seed_gate_silences_middling_seed_queries_only() -> None:
 
 
 def test_a_surface_view_counts_with_its_best_cosine() -> None:
-    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.4) as memory:
+    with Memory.in_memory(_embedder(), min_similarity=0.4) as memory:
         memory.add_many([A, B])
         # The text alone is far from every lesson ...
         assert _recall(memory, "FAR goal", stage="seed") == []
@@ -116,7 +103,7 @@ def test_a_far_stronger_word_match_outranks_a_slightly_closer_cosine() -> None:
     symptom = "money SYMPTOM_B '€1.234,50' '€ 99' decimal comma euro"
     words_b = LessonDraft(scope="s", error_type="ValueError", root_cause="CAUSE_B", fix="fix B",
                           symptom=symptom)  # fmt: skip
-    with Memory.in_memory(KeywordEmbedder(), min_similarity=0.3) as memory:
+    with Memory.in_memory(_embedder(), min_similarity=0.3) as memory:
         memory.add_many([A, words_b])
         plain = _recall(memory, "BOTH task", stage="seed")
         assert plain[0] == A.symptom  # no words shared: the cosine decides

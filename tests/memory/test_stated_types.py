@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agent.feedback import Feedback
 from memory import LessonDraft, LessonQuery, Memory
+from memory.embeddings import KeywordEmbedder
 from memory.seedgate import gate_types, is_exception_name, stated_error_types
 from retrospectives.facts import symptom_of
 
@@ -33,21 +34,8 @@ VECTORS = {
 }
 
 
-class KeywordEmbedder:
-    """Texts by their first keyword -> fixed unit vectors; anything else is orthogonal."""
-
-    model_id = "test/keyword-stated"
-    dim = 6
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self._one(t) for t in texts]
-
-    @staticmethod
-    def _one(text: str) -> list[float]:
-        for word, vec in VECTORS.items():
-            if word in text:
-                return vec
-        return [0, 0, 0, 0, 0, 1.0]
+def _embedder() -> KeywordEmbedder:
+    return KeywordEmbedder(VECTORS, model_id="test/keyword-stated")
 
 
 A = LessonDraft(scope="s", error_type="ValueError", symptom="money SYMPTOM_A",
@@ -58,7 +46,7 @@ B = LessonDraft(scope="s", error_type="KeyError", symptom="header SYMPTOM_B",
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[Memory]:
-    store = Memory.open(str(tmp_path / "store"), embedder=KeywordEmbedder(), min_similarity=0.4)
+    store = Memory.open(str(tmp_path / "store"), embedder=_embedder(), min_similarity=0.4)
     store.add_many([A, B])
     yield store
     store.close()
