@@ -3,29 +3,17 @@ real in-memory store, with an embedder whose cosines are chosen exactly."""
 
 from __future__ import annotations
 
-import math
-
 from memory import LessonDraft, LessonQuery, Memory
 from memory.embeddings import KeywordEmbedder
+from tests.memory.keyword_vectors import LESSONS, unit
 
-
-def _unit(a: float, b: float = 0.0) -> list[float]:
-    """Cosine a to lesson A, b to lesson B, the rest on an axis no lesson uses."""
-    return [a, b, math.sqrt(1 - a * a - b * b), 0.0, 0.0, 0.0]
-
-
-# Keyword -> vector (6 dims). A lesson's indexed text (symptom + root cause) holds SYMPTOM_x,
-# its root cause + fix (diversification, dedup) only CAUSE_x.
 VECTORS = {
-    "SYMPTOM_A": [1.0, 0, 0, 0, 0, 0],
-    "SYMPTOM_B": [0, 1.0, 0, 0, 0, 0],
-    "CAUSE_A": [0, 0, 0, 1.0, 0, 0],
-    "CAUSE_B": [0, 0, 0, 0, 1.0, 0],
-    "BOTH": _unit(0.7, 0.35),  # 0.7 to A, 0.35 to B
-    "NEAR_B": _unit(0.0, 0.35),  # 0.35 to B only
-    "MIDDLE": _unit(0.47),  # 0.47 to A
-    "CLOSE": _unit(0.7),
-    "FAR": _unit(0.1),
+    **LESSONS,
+    "BOTH": unit(0.7, 0.35),  # 0.7 to A, 0.35 to B
+    "NEAR_B": unit(0.0, 0.35),  # 0.35 to B only
+    "MIDDLE": unit(0.47),  # 0.47 to A
+    "CLOSE": unit(0.7),
+    "FAR": unit(0.1),
 }
 
 

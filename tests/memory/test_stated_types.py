@@ -5,7 +5,6 @@ embedder that puts the lessons at chosen cosines so only the gate decides."""
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,21 +15,12 @@ from memory import LessonDraft, LessonQuery, Memory
 from memory.embeddings import KeywordEmbedder
 from memory.seedgate import gate_types, is_exception_name, stated_error_types
 from retrospectives.facts import symptom_of
+from tests.memory.keyword_vectors import LESSONS, unit
 
-
-def _unit(a: float, b: float = 0.0) -> list[float]:
-    """Cosine a to lesson A, b to lesson B, the rest on an axis no lesson uses."""
-    return [a, b, math.sqrt(1 - a * a - b * b), 0.0, 0.0, 0.0]
-
-
-# Keyword -> vector. A lesson's indexed text holds SYMPTOM_x, its root cause + fix CAUSE_x.
 VECTORS = {
-    "SYMPTOM_A": [1.0, 0, 0, 0, 0, 0],
-    "SYMPTOM_B": [0, 1.0, 0, 0, 0, 0],
-    "CAUSE_A": [0, 0, 0, 1.0, 0, 0],
-    "CAUSE_B": [0, 0, 0, 0, 1.0, 0],
-    "NEAR_A": _unit(0.7),  # 0.7 to A (a ValueError lesson), nothing to B
-    "BOTH": _unit(0.7, 0.45),  # 0.7 to A, 0.45 to B (a KeyError lesson)
+    **LESSONS,
+    "NEAR_A": unit(0.7),  # 0.7 to A (a ValueError lesson), nothing to B
+    "BOTH": unit(0.7, 0.45),  # 0.7 to A, 0.45 to B (a KeyError lesson)
 }
 
 
