@@ -284,7 +284,6 @@ class LessonWriter:
                 id=lesson_id,
                 scope=d.scope,
                 error_type=d.error_type,
-                status=d.status,
                 embedding_model=self.embedder.model_id,
                 symptom=d.symptom,
                 root_cause=d.root_cause,
