@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import replace
 from collections.abc import Sequence
+from dataclasses import replace
 
 from memory_servers import StoreSpec
 
