@@ -264,7 +264,7 @@ class LessonWriter:
             "created_at": now,
             "updated_at": now,
             "embedding_model": self.embedder.model_id,
-            "dedup_vector": pack(p.dedup_vec.tolist()),
+            "dedup_vector": pack(p.dedup_vec),  # float32 already: no list in between
             "index_state": INDEX_PENDING,
             "merged_from": [],
             "merged_into": None,
