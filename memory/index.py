@@ -366,13 +366,7 @@ class LessonIndex:
             if collection is None:
                 continue  # nothing learned in that scope yet, or no id named there
             try:
-                result = collection.query(
-                    query_embeddings=query_vec,
-                    n_results=n,
-                    where=dict(where) if where else None,
-                    ids=ids,
-                    include=["distances"],
-                )
+                result = _query(collection, query_vec, n, where, ids)
             except _chroma_errors() as exc:  # a server gone, a broken index directory
                 raise MemoryBackendError(f"cannot query the vector index: {exc}") from exc
             distances = (result["distances"] or [[]])[0]
@@ -403,6 +397,38 @@ class LessonIndex:
             for lesson_id, vec in zip(page["ids"], embeddings, strict=True):
                 found[lesson_id] = [float(x) for x in vec]
         return found
+
+
+def _query(
+    collection: Collection,
+    query_vec: Any,
+    n: int,
+    where: Mapping[str, Any] | None,
+    ids: list[str] | None,
+) -> Any:
+    """One collection's query. chromadb refuses a query naming an id it does not hold (a
+    lesson SQL has but the index not yet, or lost: `check` reports those), so on that
+    refusal the ids it holds are read and the query asked again with them alone."""
+    from chromadb.errors import InternalError
+
+    def ask(among: list[str] | None) -> Any:
+        return collection.query(
+            query_embeddings=query_vec,
+            n_results=n,
+            where=dict(where) if where else None,
+            ids=among,
+            include=["distances"],
+        )
+
+    try:
+        return ask(ids)
+    except InternalError:
+        if ids is None:
+            raise
+        held = list(collection.get(ids=ids, include=[])["ids"])
+        if not held:
+            return {"ids": [[]], "distances": [[]]}
+        return ask(held)
 
 
 def lesson_metadata(scope: str, error_type: str, model_id: str) -> Metadata:

@@ -87,6 +87,24 @@ def test_recall_finds_a_lesson_behind_a_crowd_of_unrecallable_ones(spec: StoreSp
         store.close()
 
 
+def test_a_recallable_lesson_missing_from_the_index_does_not_break_the_search(
+    spec: StoreSpec,
+) -> None:
+    # SQL names it as recallable, the index does not hold it (lost, or not indexed yet):
+    # chromadb refuses a query naming an id it does not hold.
+    store, kept, _ = _crowded(spec)
+    try:
+        lost = _add(store, "further lesson lost from the index", 8)
+        faults.lose_index_entries(store, [lost])
+        assert [s.lesson.id for s in store.recall(LessonQuery(text="askme", limit=1))] == [kept]
+        typed = LessonQuery(text="askme", limit=1, error_types=("ValueError",))
+        assert [s.lesson.id for s in store.recall(typed)] == [kept]
+        faults.lose_index_entries(store, [kept])
+        assert store.recall(LessonQuery(text="askme", limit=1)) == []
+    finally:
+        store.close()
+
+
 def test_an_index_status_is_never_read(spec: StoreSpec) -> None:
     # Entries written before status left the index say "candidate" for these lessons: an
     # index filter on status would let the crowd through again, and `check` would call it
