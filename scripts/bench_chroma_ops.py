@@ -6,8 +6,8 @@ stopped holding status: merges now write nothing for their members, `memory/inde
     python scripts/bench_chroma_ops.py --entries 20000 --touched 10000
 
 A fresh embedded collection per case, filled with lesson-like entries (256-dim vectors,
-metadata as `memory.index` wrote it, status included; documents of ten words when asked), then `touched`
-random entries updated (status "merged"; "update-sorted": each batch sorted by id) or
+metadata as `memory.index` wrote it, status included; documents of ten words when asked),
+then `touched` random entries updated (status "merged"; "update-sorted": each batch sorted by id) or
 deleted in as few calls as the client takes.
 Prints wall and process CPU seconds per case and writes JSON.
 """
