@@ -41,8 +41,6 @@ class Indexable(Protocol):
     @property
     def error_type(self) -> str: ...
     @property
-    def status(self) -> str: ...
-    @property
     def embedding_model(self) -> str: ...
     @property
     def symptom(self) -> str: ...
@@ -57,7 +55,6 @@ class IndexEntry:
     id: str
     scope: str
     error_type: str
-    status: str
     embedding_model: str
     symptom: str
     root_cause: str
@@ -65,7 +62,7 @@ class IndexEntry:
 
 def metadata_of(row: Indexable) -> Metadata:
     """The index metadata SQL says a lesson should have."""
-    return lesson_metadata(row.scope, row.error_type, row.status, row.embedding_model)
+    return lesson_metadata(row.scope, row.error_type, row.embedding_model)
 
 
 @dataclass
@@ -74,7 +71,8 @@ class IndexChanges:
 
     `upsert`: rows to (re)write with their vectors (`vectors[row.id]`, else embedded from
     their index text), marked indexed after;
-    `metadata`: rows whose status/scope changed but whose vector did not;
+    `metadata`: rows whose index metadata drifted from SQL but whose vector did not (a
+    repair; a status change writes nothing to the index, see `memory.index`);
     `delete`: ids to remove (deleted lessons, or ones that moved to another scope).
     """
 

@@ -30,7 +30,7 @@ def index_text(symptom: str, root_cause: str) -> str:
     return match_text(f"{symptom}\n{root_cause}")
 
 
-def pack(vector: Sequence[float]) -> bytes:
+def pack(vector: Sequence[float] | Vector) -> bytes:
     """float32 little-endian bytes for the `dedup_vector` column."""
     return np.asarray(vector, dtype="<f4").tobytes()
 

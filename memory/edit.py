@@ -92,7 +92,7 @@ def set_status(
         row.merged_into = merged_into
         row.updated_at = utcnow()
         session.add(row)
-        # If the index write fails, check() reports the status drift and repairs it.
-        return Written(to_lesson(row), IndexChanges(metadata=[row]))
+        # Nothing for the index: it holds no status (`memory.index`).
+        return Written(to_lesson(row))
 
     return write_through(db, index, write)

@@ -368,7 +368,7 @@ def _write_chunk(
             (old if exists else new).append(values)
             changes.upsert.append(
                 IndexEntry(
-                    **{k: values[k] for k in ("id", "scope", "error_type", "status")},
+                    **{k: values[k] for k in ("id", "scope", "error_type")},
                     **{k: values[k] for k in ("embedding_model", "symptom", "root_cause")},
                 )
             )

@@ -26,13 +26,26 @@ def lose_index_entries(memory: Memory, lesson_ids: Sequence[str]) -> None:
     memory._index.delete(lesson_ids)
 
 
-def drift_index_status(memory: Memory, lesson_id: str, status: LessonStatus) -> None:
-    """The index's metadata says `status` while SQL says otherwise."""
+def drift_index_error_type(memory: Memory, lesson_id: str, error_type: str) -> None:
+    """The index's metadata says `error_type` while SQL says otherwise."""
     lesson = memory.get(lesson_id)
     memory._index.update_metadata(
-        [lesson_id],
-        [lesson_metadata(lesson.scope, lesson.error_type, status, lesson.embedding_model)],
+        [lesson_id], [lesson_metadata(lesson.scope, error_type, lesson.embedding_model)]
     )
+
+
+def stale_index_status(memory: Memory, lesson_id: str, status: LessonStatus) -> None:
+    """The entry carries a "status" key, as entries written before status left the index do
+    (`memory.index`), saying `status` whatever SQL says."""
+    lesson = memory.get(lesson_id)
+    meta = lesson_metadata(lesson.scope, lesson.error_type, lesson.embedding_model)
+    memory._index.update_metadata([lesson_id], [{**meta, "status": status}])
+
+
+def index_metadata(memory: Memory, lesson_ids: Sequence[str]) -> dict[str, dict[str, str]]:
+    """The index metadata of these lessons (those it holds)."""
+    wanted = set(lesson_ids)
+    return {i: meta for i, meta in memory._index.entries() if i in wanted}
 
 
 def add_index_orphan(memory: Memory, lesson_id: str, *, scope: str = "default") -> None:

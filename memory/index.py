@@ -1,10 +1,17 @@
 """The vector index: a chromadb collection derived from SQL, rebuildable at any time.
 
 One entry per lesson: id = lesson id, embedding supplied by us (of the lesson's index text,
-`memory.dedup.index_text`), metadata = scope, error_type, status, embedding_model (for
-filters and drift checks), in one collection per scope (see `LessonIndex`). No document:
-nothing reads it back (recall's texts and BM25 come from SQL), and chromadb's full-text
-index of the documents took a quarter of a bulk load's CPU time.
+`memory.dedup.index_text`), metadata = scope, error_type, embedding_model (for filters and
+drift checks), in one collection per scope (see `LessonIndex`). No document: nothing reads
+it back (recall's texts and BM25 come from SQL), and chromadb's full-text index of the
+documents took a quarter of a bulk load's CPU time.
+
+No status: it lives in SQL alone. A status change (a merge, a deprecation, an undo) writes
+nothing here, and recall checks every candidate's status against SQL; where it must search
+among recallable lessons only, it names them (`query(..., only=...)`). Why: a full
+consolidation pass at 100k lessons merges ~95k of them, and rewriting their metadata cost
+chromadb ~0.2 ms each, a quarter of the pass (README, "Consolidation at 100k"). Entries
+written before this carry a "status" key, which nothing reads.
 
 We never let chromadb embed: collections are opened with a refusing embedding function (see
 `_refusing_embedding_function`; `None` is not enough in chromadb 1.x), so `add`/`query`
@@ -139,8 +146,7 @@ class LessonIndex:
     `<name>` that records the model. Why per scope: every recall is confined to one or two
     scopes, and chromadb's metadata filtering costs tens of milliseconds at 10k+ entries
     (measured 50-90 ms at 10k, against 5-15 ms for an unfiltered query), while a collection
-    per scope needs no filter at all. Status is still stored in metadata (drift checks) but
-    filtered after the search, against SQL.
+    per scope needs no filter at all. Status is not stored (see the module docstring).
     """
 
     def __init__(
@@ -295,7 +301,7 @@ class LessonIndex:
                     raise MemoryBackendError(f"cannot write to the vector index: {exc}") from exc
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Metadata]) -> None:
-        """Replace the metadata of existing entries of the same scope (status change)."""
+        """Replace the metadata of existing entries of the same scope (a drift repair)."""
         by_scope: dict[str, list[int]] = {}
         for i, meta in enumerate(metadatas):
             by_scope.setdefault(meta["scope"], []).append(i)
@@ -342,24 +348,25 @@ class LessonIndex:
         *,
         scopes: Sequence[str],
         where: Mapping[str, Any] | None = None,
+        only: Mapping[str, Sequence[str]] | None = None,
     ) -> list[Hit]:
-        """The `n` nearest entries of the given scopes (optionally filtered), best first."""
+        """The `n` nearest entries of the given scopes, best first: filtered by metadata
+        (`where`), or among the ids `only[scope]` names (a scope it does not name is skipped).
+        Not both: chromadb 1.5 took 10 s for one such query over 20k entries (1 k ids named)."""
         self._check_dims([vector])
         if n <= 0:
             return []
+        if where and only is not None:
+            raise ValueError("query by `where` or by `only`, not both")  # our bug
         query_vec = np.asarray([vector], dtype=np.float32)
         hits: list[Hit] = []
         for scope in dict.fromkeys(scopes):
-            collection = self._scope(scope, create=False)
+            ids = None if only is None else list(only.get(scope, ()))
+            collection = None if ids == [] else self._scope(scope, create=False)
             if collection is None:
-                continue  # nothing learned in that scope yet
+                continue  # nothing learned in that scope yet, or no id named there
             try:
-                result = collection.query(
-                    query_embeddings=query_vec,
-                    n_results=n,
-                    where=dict(where) if where else None,
-                    include=["distances"],
-                )
+                result = _query(collection, query_vec, n, where, ids)
             except _chroma_errors() as exc:  # a server gone, a broken index directory
                 raise MemoryBackendError(f"cannot query the vector index: {exc}") from exc
             distances = (result["distances"] or [[]])[0]
@@ -392,6 +399,38 @@ class LessonIndex:
         return found
 
 
-def lesson_metadata(scope: str, error_type: str, status: str, model_id: str) -> Metadata:
+def _query(
+    collection: Collection,
+    query_vec: Any,
+    n: int,
+    where: Mapping[str, Any] | None,
+    ids: list[str] | None,
+) -> Any:
+    """One collection's query. chromadb refuses a query naming an id it does not hold (a
+    lesson SQL has but the index not yet, or lost: `check` reports those), so on that
+    refusal the ids it holds are read and the query asked again with them alone."""
+    from chromadb.errors import InternalError
+
+    def ask(among: list[str] | None) -> Any:
+        return collection.query(
+            query_embeddings=query_vec,
+            n_results=n,
+            where=dict(where) if where else None,
+            ids=among,
+            include=["distances"],
+        )
+
+    try:
+        return ask(ids)
+    except InternalError:
+        if ids is None:
+            raise
+        held = list(collection.get(ids=ids, include=[])["ids"])
+        if not held:
+            return {"ids": [[]], "distances": [[]]}
+        return ask(held)
+
+
+def lesson_metadata(scope: str, error_type: str, model_id: str) -> Metadata:
     """The index metadata of one lesson (what recall filters on, what drift checks compare)."""
-    return {"scope": scope, "error_type": error_type, "status": status, "embedding_model": model_id}
+    return {"scope": scope, "error_type": error_type, "embedding_model": model_id}

@@ -5,8 +5,9 @@ the transaction and the plan is skipped (None) when one changed since it was mad
 others of the batch are written. Everything goes out as bulk statements in SQLAlchemy Core
 (one read of the touched rows, one insert or update per kind of row): at 100k lessons a
 merge pass touches every lesson, and ORM rows (load, identity map, flush) cost more than
-the statements themselves. The index is written after the commits (`memory.commit`),
-members as metadata-only updates. Undo and the merge records' reads live in
+the statements themselves. The index is written after the commits (`memory.commit`): the
+canonicals only, since members change status alone and the index holds none
+(`memory.index`). Undo and the merge records' reads live in
 `memory.merges`.
 """
 
@@ -96,7 +97,6 @@ def _entry(values: Mapping[str, Any]) -> IndexEntry:
         id=values["id"],
         scope=values["scope"],
         error_type=values["error_type"],
-        status=values["status"],
         embedding_model=values["embedding_model"],
         symptom=values["symptom"],
         root_cause=values["root_cause"],
@@ -136,13 +136,9 @@ def _merge_writer(
             canonical = rows[record.canonical_id]
             changes.upsert.append(_entry(canonical))
             changes.vectors[record.canonical_id] = index_vec
-            changes.metadata.extend(_entry(rows[i]) for i in plan.member_ids)
+            # Members keep their index entries as they are: the index holds no status.
         _write_rows(session, out, now)
         _mark_processed(session, out.done)
-        # By id: chromadb updates a sorted batch with less CPU (`scripts/bench_chroma_ops.py`,
-        # update-sorted vs update: 1.2 vs 2.1 s for 10k of 20k entries; ~10 % with ids
-        # unrelated to the insertion order).
-        changes.metadata.sort(key=lambda entry: entry.id)
         return Written(records, changes)
 
     return write

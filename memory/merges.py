@@ -188,8 +188,7 @@ def undo_merge(
             if row.id == merge.canonical_id:
                 row.index_state = INDEX_PENDING  # its text changes back: re-embedded
                 changes.upsert.append(row)
-            else:
-                changes.metadata.append(row)
+            # A member's index entry stays as it was: the index holds no status.
             session.add(row)
         if merge.created_canonical:
             changes.delete.append(canonical.id)

@@ -80,3 +80,28 @@ def error_types(db: Database) -> list[str]:
 def _distinct(db: Database, column: Any) -> list[str]:
     with db.read() as session:
         return list(session.exec(select(column).distinct().order_by(column)).all())
+
+
+def ids_by_scope(
+    db: Database,
+    scopes: Sequence[str],
+    statuses: Sequence[str],
+    error_types: Sequence[str] = (),
+) -> dict[str, list[str]]:
+    """The ids of the lessons of `scopes` with one of `statuses` (and one of `error_types`,
+    if any), by scope: what recall names to the vector index, which holds no status."""
+    if not scopes:
+        return {}
+    conditions: list[Any] = [
+        col(LessonRow.scope).in_(list(scopes)),
+        col(LessonRow.status).in_(list(statuses)),
+    ]
+    if error_types:
+        conditions.append(col(LessonRow.error_type).in_(list(error_types)))
+    found: dict[str, list[str]] = {}
+    with db.read() as session:
+        for scope, lesson_id in session.execute(
+            select(LessonRow.scope, LessonRow.id).where(*conditions)
+        ):
+            found.setdefault(scope, []).append(lesson_id)
+    return found

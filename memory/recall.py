@@ -70,14 +70,14 @@ into failing runs, `memory.lift.flag`) loses as much as the worst lift. Age coun
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 from sqlmodel import col, select
 
+from memory import queries
 from memory.db import Database
 from memory.dedup import Vector, cosine, index_text, unpack
 from memory.embeddings import Embedder
@@ -189,19 +189,6 @@ def scopes_of(query: LessonQuery) -> list[str]:
     return scopes
 
 
-def where_clause(types: Collection[str], *, with_status: bool = False) -> dict[str, Any] | None:
-    """A chromadb filter inside a scope collection: the gate's error types (the query's, or
-    those a seed query states: `memory.seedgate`), and status (slow path)."""
-    clauses: list[dict[str, Any]] = []
-    if types:
-        clauses.append({"error_type": {"$in": sorted(types)}})
-    if with_status:
-        clauses.append({"status": {"$in": list(RECALLABLE)}})
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-
 _Loaded = tuple[dict[str, tuple[Lesson, Vector]], set[str], dict[str, frozenset[str]]]
 
 
@@ -276,19 +263,24 @@ class _Search:
         gated = query.stage in data_gate and query.min_similarity is None
         self.marks = data_marks(match_text(query.text)) if gated else frozenset()
 
-    def nearest(self, n: int, where: dict[str, Any] | None) -> list[Hit]:
-        """Vector neighbours (of any view); their similarities are remembered."""
+    def recallable(self, error_types: Sequence[str] = ()) -> dict[str, list[str]]:
+        """The recallable lessons of the searched scopes (of these types, if any), by scope."""
+        return queries.ids_by_scope(self.db, self.scopes, RECALLABLE, error_types)
+
+    def nearest(self, n: int, only: dict[str, list[str]] | None = None) -> list[Hit]:
+        """Vector neighbours (of any view, among `only`'s ids if given); their similarities
+        are remembered."""
         if not self.scopes:
             return []
         if len(self.views) == 1:
-            hits = self.index.query(self.views[0].tolist(), n, scopes=self.scopes, where=where)
+            hits = self.index.query(self.views[0].tolist(), n, scopes=self.scopes, only=only)
             for hit in hits:
                 self.similarity[hit.lesson_id] = hit.similarity
             return hits
         found = {
             hit.lesson_id
             for view in self.views
-            for hit in self.index.query(view.tolist(), n, scopes=self.scopes, where=where)
+            for hit in self.index.query(view.tolist(), n, scopes=self.scopes, only=only)
         }
         # A neighbour of one view may be closer still to another: score each on all views.
         self._score(sorted(found))
@@ -358,19 +350,21 @@ def fits_data(marks: frozenset[str], candidate: _Candidate) -> bool:
 
 def _gather(search: _Search, pool: int, limit: int) -> list[_Candidate]:
     """Vector and lexical candidates above the cut (see the module docstring)."""
-    hits = search.nearest(pool, None)
+    hits = search.nearest(pool)
     found = search.candidates([h.lesson_id for h in hits] + search.lexical_top(pool))
-    # The pool is full of lessons above the cut: more may be hiding behind it.
+    # The pool is full of lessons above the cut: more may be hiding behind it. (If it is
+    # not, it holds every lesson above the cut, and searching again cannot add one.)
     saturated = len(hits) >= pool and hits[-1].similarity >= search.cut
-    if len(found) < limit and len(hits) >= pool:
-        # Deprecated/merged lessons may have crowded the unfiltered pool: ask the index to
-        # filter by status (slower, so only when the fast path came up short).
-        hits = search.nearest(pool, {"status": {"$in": list(RECALLABLE)}})
+    if len(found) < limit and saturated:
+        # Merged/deprecated lessons crowded the pool: search among the recallable lessons
+        # SQL names (the index holds no status; slower, so only when the fast path came up
+        # short).
+        hits = search.nearest(pool, search.recallable())
         found = search.candidates([c.lesson.id for c in found] + [h.lesson_id for h in hits])
     found = [c for c in found if fits_data(search.marks, c)]
     types = search.types
     if types and not any(c.types & types for c in found) and saturated:
-        typed = search.nearest(limit, where_clause(types, with_status=True))
+        typed = search.nearest(limit, search.recallable(sorted(types)))
         found = search.candidates([c.lesson.id for c in found] + [h.lesson_id for h in typed])
         found = [c for c in found if fits_data(search.marks, c)]
     if types and not any(c.types & types for c in found):

@@ -229,6 +229,17 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Every anchor of every rule in one pattern: most text holds none (97 % of the synthetic
+# lessons' fields), and one scan in C rules all the rules out, where testing each rule's
+# anchors in turn cost about as much as a bulk load's SQL insert (0.5 CPU s per 10k lessons).
+_ANY_ANCHOR = re.compile(
+    "|".join(
+        re.escape(anchor)
+        for anchor in sorted({a for anchors in _ANCHORS.values() for a in anchors}, key=len)[::-1]
+    )
+)
+
+
 def _may_match(kind: str, low: str, separated: bool) -> bool:
     """Whether rule `kind` can match the ASCII text whose lower case is `low`."""
     if kind in _SEPARATED and not separated:
@@ -245,6 +256,8 @@ def redact(text: str) -> str:
             text = pattern.sub(replacement, text)
         return text
     low, separated = text.lower(), ":" in text or "=" in text
+    if _ANY_ANCHOR.search(low) is None:
+        return text  # no rule's anchor: no rule can match
     for kind, pattern, replacement in _RULES:
         if _may_match(kind, low, separated):
             masked = pattern.sub(replacement, text)

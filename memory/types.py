@@ -209,7 +209,7 @@ class DriftReport(BaseModel):
     pending: tuple[str, ...] = ()  # SQL rows whose index write never completed
     missing_in_index: tuple[str, ...] = ()  # marked indexed in SQL but absent from the index
     orphans_in_index: tuple[str, ...] = ()  # in the index, not in SQL
-    metadata_drift: tuple[str, ...] = ()  # index metadata (status, scope...) differs from SQL
+    metadata_drift: tuple[str, ...] = ()  # index metadata (error type, model) differs from SQL
     repaired: bool = False
 
     @property

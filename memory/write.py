@@ -264,7 +264,7 @@ class LessonWriter:
             "created_at": now,
             "updated_at": now,
             "embedding_model": self.embedder.model_id,
-            "dedup_vector": pack(p.dedup_vec.tolist()),
+            "dedup_vector": pack(p.dedup_vec),  # float32 already: no list in between
             "index_state": INDEX_PENDING,
             "merged_from": [],
             "merged_into": None,
@@ -284,7 +284,6 @@ class LessonWriter:
                 id=lesson_id,
                 scope=d.scope,
                 error_type=d.error_type,
-                status=d.status,
                 embedding_model=self.embedder.model_id,
                 symptom=d.symptom,
                 root_cause=d.root_cause,

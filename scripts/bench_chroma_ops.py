@@ -1,12 +1,13 @@
 """What chromadb charges per entry: a metadata-only update against a delete, with and
 without stored documents (the question: may merged lessons leave the index instead?), and
-an update whose batches are sorted by id (what `memory.merge_write` sends).
+an update whose batches are sorted by id (what `memory.merge_write` sent until the index
+stopped holding status: merges now write nothing for their members, `memory/index.py`).
 
     python scripts/bench_chroma_ops.py --entries 20000 --touched 10000
 
 A fresh embedded collection per case, filled with lesson-like entries (256-dim vectors,
-metadata as `memory.index` writes it, documents of ten words when asked), then `touched`
-random entries updated (status "merged"; "update-sorted": each batch sorted by id) or
+metadata as `memory.index` wrote it, status included; documents of ten words when asked),
+then `touched` random entries updated (status "merged"; "update-sorted": each batch sorted by id) or
 deleted in as few calls as the client takes.
 Prints wall and process CPU seconds per case and writes JSON.
 """
@@ -34,6 +35,11 @@ from memory.index import (  # noqa: E402
 WORDS = ["amount", "currency", "header", "bom", "encoding", "comma", "decimal", "json", "quote"]
 
 
+def _with_status(error_type: str, status: str) -> dict[str, str]:
+    # As entries were written when the index held status (a metadata-only update to time).
+    return {**lesson_metadata("s", error_type, "hash"), "status": status}
+
+
 def case(root: Path, op: str, documents: bool, entries: int, touched: int) -> dict[str, object]:
     client = embedded_client(root / f"{op}-{documents}")
     batch = int(client.get_max_batch_size())
@@ -50,11 +56,11 @@ def case(root: Path, op: str, documents: bool, entries: int, touched: int) -> di
         collection.add(
             ids=chunk,
             embeddings=rng.standard_normal((len(chunk), 256)).astype(np.float32),
-            metadatas=[lesson_metadata("s", "E1", "candidate", "hash") for _ in chunk],
+            metadatas=[_with_status("E1", "candidate") for _ in chunk],
             documents=docs,
         )  # fmt: skip
     chosen = pick.sample(ids, touched)
-    merged = lesson_metadata("s", "E", "merged", "hash")
+    merged = _with_status("E", "merged")
     t, cpu = time.perf_counter(), time.process_time()
     for start in range(0, touched, batch):
         chunk = chosen[start : start + batch]

@@ -292,7 +292,7 @@ def test_check_finds_and_repairs_drift(store: Memory) -> None:
     c = store.add(draft(3)).lesson
     assert a is not None and b is not None and c is not None
     faults.lose_index_entries(store, [a.id])  # missing from the index
-    faults.drift_index_status(store, b.id, "deprecated")  # status drift
+    faults.drift_index_error_type(store, b.id, "KeyError")  # metadata drift
     faults.add_index_orphan(store, "les_orphan")
     faults.leave_pending(store, [c.id])  # a crash after the SQL commit leaves this state
     report = store.check()
@@ -302,7 +302,7 @@ def test_check_finds_and_repairs_drift(store: Memory) -> None:
     assert report.pending == (c.id,)
     assert not report.clean
     assert store.recall(query(1)) == []  # missing from the index: not findable
-    assert len(store.recall(query(2))) == 1  # status drift: SQL (the truth) decides
+    assert len(store.recall(query(2))) == 1  # metadata drift: SQL (the truth) decides
     store.check(repair=True)
     assert store.check().clean
     assert len(store.recall(query(1))) == 1 and len(store.recall(query(2))) == 1

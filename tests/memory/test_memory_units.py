@@ -11,7 +11,7 @@ from memory import HashEmbedder, Lesson, LessonQuery, ScoredLesson, estimate_tok
 from memory.db import sql_url
 from memory.embeddings import Embedder, MiniLMEmbedder, resolve_embedder
 from memory.errors import MemoryConfigError
-from memory.recall import RecallConfig, lift, scopes_of, score, where_clause
+from memory.recall import RecallConfig, lift, scopes_of, score
 from memory.render import HEADER
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -87,18 +87,10 @@ def test_lift_and_score_order_equally_similar_lessons() -> None:
     )
 
 
-def test_scopes_and_where_clause() -> None:
+def test_scopes_of() -> None:
     q = LessonQuery(text="x", scope="a", include_global=True, error_types=("timeout",))
     assert scopes_of(q) == ["a", "global"]
     assert scopes_of(q.model_copy(update={"include_global": False})) == ["a"]
-    assert where_clause(q.error_types) == {"error_type": {"$in": ["timeout"]}}
-    assert where_clause(()) is None
-    assert where_clause(q.error_types, with_status=True) == {
-        "$and": [
-            {"error_type": {"$in": ["timeout"]}},
-            {"status": {"$in": ["candidate", "validated"]}},
-        ]
-    }
 
 
 @pytest.mark.parametrize(
