@@ -55,8 +55,13 @@ class Feedback(BaseModel):
             [self.kind, self.error_type or "", self.location or "", (self.key_message or "")[:200]]
         )
 
-    def compressed(self) -> str:
-        """At most a few lines for the reflector: kind, location, key message, example."""
+    def compressed(self, *, program: bool = True) -> str:
+        """At most a few lines for the reflector: kind, location, key message, example.
+
+        `program=False` leaves out what the program printed: recall's query is about the
+        failure and the input, and a program's own lines would bring their data symbols
+        (and the digest's separators) into the reflection data gate.
+        """
         lines = [f"kind: {self.kind}" + (f" ({self.error_type})" if self.error_type else "")]
         if self.location:
             lines.append(f"where: {self.location}")
@@ -66,7 +71,7 @@ class Feedback(BaseModel):
             lines.append(f"failing example: {self.failing_example}")
         if self.input_evidence:
             lines.append(f"in the input: {self.input_evidence}")
-        if self.program_said:
+        if self.program_said and program:
             lines.append(f"the program printed: {self.program_said}")
         if self.issues:
             lines.extend(f"issue: {issue}" for issue in self.issues[:5])

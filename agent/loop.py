@@ -162,7 +162,7 @@ class _Run:
             t0 = time.monotonic()
             last = self.rounds[-1]
             lessons = self._recall(
-                "reflection", last.feedback.compressed(), error_types(last.feedback)
+                "reflection", last.feedback.compressed(program=False), error_types(last.feedback)
             )
             stop = self._refine(last, lessons, t0)
             if stop is not None:

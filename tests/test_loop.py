@@ -238,6 +238,25 @@ def test_recall_seeds_generation_and_reflection(tmp_path: Path) -> None:
     assert result.recalled_lesson_ids == ("L1",)
 
 
+def test_reflection_query_leaves_out_what_the_program_printed(tmp_path: Path) -> None:
+    # The refiner sees the program's own lines; recall's query does not (their data
+    # symbols would gate the lessons by the program's text, not the input's).
+    task = make_task(tmp_path, check='python "$TASK_DIR/check.py"')
+    task = task.model_copy(update={"run": "python solution.py"})
+    printing = "import json\nprint('Skipping row 1: 12%; $4')\njson.dump(41, open('out.json', 'w'))"
+    recall = _OneLessonRecall()
+    llm = ScriptedLLM.by_system({GEN: [code(printing)] * 2, REFINE: [fix(GOOD)]})
+    config = LoopConfig(pool_size=1)
+    agent = ReflectiveAgent(
+        llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), config=config, runs_dir=None
+    )
+    result = agent.run(task)
+    assert result.rounds[0].feedback.program_said == "'Skipping row 1: 12%; $4'"
+    assert "Skipping row" in llm.calls[-1].messages[-1].content  # the refiner's prompt
+    reflection = recall.queries[-1]
+    assert reflection.stage == "reflection" and "Skipping" not in reflection.text
+
+
 def test_seed_query_is_the_goal_with_input_heads_and_the_datas_profile_as_surface_views(
     tmp_path: Path,
 ) -> None:
