@@ -348,11 +348,8 @@ def _signal_name(number: int) -> str:
 
 
 def _nonempty_lines(text: str) -> list[str]:
-    return [
-        line.strip()
-        for line in text.splitlines()
-        if line.strip() and not line.startswith("LESSONLOOP_SCORE")
-    ]
+    stripped = (line.strip() for line in text.splitlines())
+    return [line for line in stripped if line and not line.startswith("LESSONLOOP_SCORE")]
 
 
 def _last_lines(result: ExecResult, n: int) -> list[str]:

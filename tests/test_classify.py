@@ -256,6 +256,7 @@ def test_program_said_groups_alike_lines_most_frequent_first() -> None:
     many = "".join(f"{word} line\n" for word in ("one", "two", "three", "four", "five"))
     assert program_said(many) == "'one line'; 'two line'; 'three line'; 2 other kind(s) of line"
     assert program_said("\n  \n") is None
+    assert program_said("  LESSONLOOP_SCORE 9/9\nok\n") == "'ok'"  # a score line is never shown
 
 
 def test_a_failed_check_shows_what_the_program_printed(tmp_path: Path) -> None:
