@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import func, or_
+from sqlalchemy.orm import aliased
 from sqlmodel import col, select
 
 from memory.db import Database
@@ -89,7 +90,8 @@ def ids_by_scope(
     error_types: Sequence[str] = (),
 ) -> dict[str, list[str]]:
     """The ids of the lessons of `scopes` with one of `statuses` (and one of `error_types`,
-    if any), by scope: what recall names to the vector index, which holds no status."""
+    its own or a merged member's, if any), by scope: what recall names to the vector index,
+    which holds no status."""
     if not scopes:
         return {}
     conditions: list[Any] = [
@@ -97,7 +99,17 @@ def ids_by_scope(
         col(LessonRow.status).in_(list(statuses)),
     ]
     if error_types:
-        conditions.append(col(LessonRow.error_type).in_(list(error_types)))
+        # A canonical holds its merged members' types too (as recall's gate reads them).
+        member = aliased(LessonRow)
+        of_members = select(member.merged_into).where(
+            col(member.error_type).in_(list(error_types)), col(member.merged_into).is_not(None)
+        )
+        conditions.append(
+            or_(
+                col(LessonRow.error_type).in_(list(error_types)),
+                col(LessonRow.id).in_(of_members),
+            )
+        )
     found: dict[str, list[str]] = {}
     with db.read() as session:
         for scope, lesson_id in session.execute(

@@ -87,6 +87,34 @@ def test_recall_finds_a_lesson_behind_a_crowd_of_unrecallable_ones(spec: StoreSp
         store.close()
 
 
+def test_the_typed_search_counts_a_canonical_under_its_members_types(spec: StoreSpec) -> None:
+    # Recall gates a canonical on its own type and its merged members' types. When the
+    # nearest recallable lessons are all of another type, the search among the recallable
+    # lessons of the asked type must count the canonical too, or a merge hides its members'
+    # failure kind from recall.
+    store, kept, _ = _crowded(spec)
+    try:
+        for n in range(4):
+            _add(store, f"nearby recallable{n} of another kind", 20 + n)
+        member = store.add(
+            LessonDraft(
+                error_type="KeyError",
+                symptom="a member of another kind",
+                root_cause="cause30 kilo30",
+                fix="fix30 lima30",
+            )
+        ).lesson
+        assert member is not None
+        store.set_status(member.id, "merged", merged_into=kept)
+        # The gate opens (memory has seen a KeyError: it was merged into `kept`); the nearer
+        # lessons then outrank `kept` as usual.
+        typed = LessonQuery(text="askme", limit=1, error_types=("KeyError",))
+        assert len(store.recall(typed)) == 1
+        assert store.recall(typed.model_copy(update={"error_types": ("IndexError",)})) == []
+    finally:
+        store.close()
+
+
 def test_a_recallable_lesson_missing_from_the_index_does_not_break_the_search(
     spec: StoreSpec,
 ) -> None:
