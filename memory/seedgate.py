@@ -24,6 +24,11 @@ What states an error (`stated_error_types`), the forms the loop and Python write
   (`syntax_error` for a SyntaxError, `resource_error` for a MemoryError, else
   `runtime_error`): a lesson filed under the kind alone still opens the gate.
 
+A docstring's `Raises` section ("Raises:" with its indented entries, or NumPy's "Raises" over
+a dashed rule, up to the next blank line) states what a function is specified to raise, not a
+failure: it is taken out too, so a goal that documents its errors stays ungated. (A doctest's
+expected traceback is not: it reads exactly like a pasted interactive session.)
+
 An exception is a builtin exception class or a CamelCase name ending in Error or Exception
 (not the word "Error" alone); a warning is not an error. "success" states no error. A name
 merely mentioned inside a sentence ("raise ValueError on a bad row") states nothing, and
@@ -63,6 +68,8 @@ _KIND_LINE = re.compile(
 )
 _KIND_HEADER = re.compile(rf"^[ \t]*(?P<kind>(?i:{_KIND}))[ \t]+{_EXC}\b", re.MULTILINE)
 _EXC_LINE = re.compile(rf"^[ \t]*(?:(?i:message)[ \t]*:[ \t]*)?{_EXC}[ \t]*(?::|$)", re.MULTILINE)
+_RAISES_HEADER = re.compile(r"^(?P<indent>[ \t]*)Raises[ \t]*:?[ \t]*$")
+_RULE = re.compile(r"^[ \t]*-{3,}[ \t]*$")
 _SUFFIXES = ("Error", "Exception")
 _SYNTAX = frozenset({"SyntaxError", "IndentationError", "TabError"})
 
@@ -92,11 +99,34 @@ def stated_error_types(text: str, surface: Sequence[str] = ()) -> tuple[str, ...
     for view in surface:
         if view.strip():
             text = text.replace(view, "\n")
-    found = _stated(text)
+    found = _stated(_without_raises_sections(text))
     if found and not any(t in FEEDBACK_KINDS for _, t in found):
         # Exceptions alone: the kind the loop would have sent beside them.
         found += [(i, kind_of(t)) for i, t in found]
     return tuple(dict.fromkeys(t for _, t in sorted(found)))
+
+
+def _without_raises_sections(text: str) -> str:
+    """`text` with each docstring `Raises` section blanked (see the module docstring)."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        header = _RAISES_HEADER.match(lines[i])
+        if header is None:
+            i += 1
+            continue
+        indent = len(header.group("indent").expandtabs())
+        end = i + 1
+        numpy = end < len(lines) and _RULE.match(lines[end]) is not None
+        end += numpy
+        while end < len(lines) and lines[end].strip():
+            line = lines[end]
+            if not numpy and len(line) - len(line.lstrip()) <= indent:
+                break  # Google style: the entries are indented under "Raises:"
+            end += 1
+        lines[i:end] = [""] * (end - i)
+        i = end
+    return "\n".join(lines)
 
 
 def _stated(text: str) -> list[tuple[int, str]]:

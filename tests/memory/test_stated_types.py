@@ -137,6 +137,15 @@ CHECK = Feedback(kind="check_failed", stage="execution", summary="totals differ"
         ("DeprecationWarning: use x", ()),
         ("Parse the dates, raising ValueError on a bad row.", ()),
         ("check failed Totals: differ", ()),
+        # A docstring's Raises section specifies; it reports no failure.
+        (
+            'def f(x):\n    """Parse x.\n\n    Raises:\n        ValueError: if x is empty.\n'
+            '        KeyError\n    """',
+            (),
+        ),
+        ("Parse x.\n\nRaises\n------\nValueError\n    If x is empty.\nTypeError\n", ()),
+        ("Raises:\n    ValueError: if empty.\n\nKeyError: 'qty'", ("KeyError", "runtime_error")),
+        ("    Raises:\nValueError: bad input", ("ValueError", "runtime_error")),
     ],
 )
 def test_stated_error_types(text: str, expected: tuple[str, ...]) -> None:
