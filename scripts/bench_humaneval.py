@@ -183,7 +183,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=0,
         metavar="K",
         help="after the loop, draw K plain samples per problem at the loop's resample "
-        "temperature and report their pass@k (0: off)",
+        "temperature and report their pass@k (0: off); with --resume, the kept problems that "
+        "have none get them too (their loop results stay)",
     )
     return parser.parse_args(argv)
 
@@ -235,9 +236,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(f"[red]cannot resume from {args.out}: {exc}")
             return 2
         finished = {r["task_id"] for r in done}
+        cold = {r["task_id"] for r in done if "hot" not in r} if args.hot_samples else set()
+        to_heat = [p for p in problems if p["task_id"] in cold]
         problems = [p for p in problems if p["task_id"] not in finished]
-        console.print(f"resuming: {len(done)} problems kept, {len(problems)} to run")
-    records = _run_all(console, llm, config, problems, args.out, meta, done)
+        console.print(
+            f"resuming: {len(done)} problems kept ({len(to_heat)} to get hot samples), "
+            f"{len(problems)} to run"
+        )
+    else:
+        to_heat = []
+    records = _run_all(console, llm, config, problems, args.out, meta, done, to_heat)
     if records:
         print_summary(console, summarise(records))
     if meta["errors"]:
@@ -254,15 +262,17 @@ def _run_all(
     out: Path,
     meta: dict[str, Any],
     done: Sequence[dict[str, Any]],
+    to_heat: Sequence[Problem] = (),
 ) -> list[dict[str, Any]]:
-    """Run every problem after `done`, rewriting `out` after each; Ctrl-C keeps what was done."""
+    """Draw the hot samples `to_heat`'s kept records lack, then run every problem after
+    `done`, rewriting `out` after each; Ctrl-C keeps what was done."""
     sandbox = Sandbox(Limits(cpu_s=int(HIDDEN_TIMEOUT_S)))
     meter = Meter(llm)
     records = list(done)
     started = time.monotonic() - meta.get("seconds", 0.0)
     hot_samples = int(meta.get("hot_samples", 0))
     with tempfile.TemporaryDirectory(prefix="humaneval-tasks-") as tmp, _progress(console) as bar:
-        job = bar.add_task("starting", total=len(problems), problem="")
+        job = bar.add_task("starting", total=len(to_heat) + len(problems), problem="")
 
         def observe(event: LoopEvent) -> None:
             meter.observe(event)
@@ -273,6 +283,23 @@ def _run_all(
             meter, recall=NullRecall(), sandbox=sandbox, config=config, observer=observe
         )
         try:
+            kept = {r["task_id"]: r for r in records}
+            for problem in to_heat:
+                bar.update(job, problem=problem["task_id"], description=problem["task_id"])
+                record = kept[problem["task_id"]]
+                try:
+                    task, _ = build_task(problem, Path(tmp))
+                    hot = draw_hot_samples(
+                        meter.llm, sandbox, problem, task, samples=hot_samples, config=config
+                    )
+                except BackendError as exc:
+                    meta["errors"].append({"task_id": problem["task_id"], "error": str(exc)})
+                    console.print(f"[red]{problem['task_id']}: {exc}")
+                else:
+                    record["hot"] = hot_record(hot, candidate_budget(config))
+                    console.print(one_line(record))
+                write_json(out, {**meta, "seconds": time.monotonic() - started}, records)
+                bar.advance(job)
             for problem in problems:
                 bar.update(job, problem=problem["task_id"], description=problem["task_id"])
                 try:

@@ -325,25 +325,34 @@ def test_without_hot_samples_the_json_keeps_its_shape(
 
 
 @pytest.mark.usefixtures("signals")
-def test_resume_adds_hot_samples_to_a_file_written_without_them(
+def test_resume_adds_hot_samples_to_kept_problems_and_new_ones(
     problems: Mapping, tmp_path: Path
 ) -> None:
     first = code(canonical(problems["53"]))
     assert bench(tmp_path, [first], "--offset", "53", "--limit", "1") == 0
     before = json.loads((tmp_path / "he.json").read_text(encoding="utf-8"))
+    add_wrong = code("def add(x: int, y: int):\n    return x - y\n")
     same_chars = code(canonical(problems["54"]))
     wrong = code("def same_chars(s0: str, s1: str) -> bool:\n    return s0 == s1\n")
     args = ("--offset", "53", "--limit", "2", "--resume", "--hot-samples", "2")
-    assert bench(tmp_path, [same_chars, same_chars, wrong], *args) == 0
+    # The kept problem's two hot samples first, then problem 54's loop and its two samples.
+    replies = [add_wrong, first, same_chars, same_chars, wrong]
+    assert bench(tmp_path, replies, *args) == 0
     after = json.loads((tmp_path / "he.json").read_text(encoding="utf-8"))
     assert after["resumed"] == 1 and after["hot_samples"] == 2
     kept, added = after["problems"]
-    assert kept == before["problems"][0]  # the earlier record, untouched
+    assert kept["hot"]["sample_passed"] == [False, True]
+    # Its loop results stay: only the hot samples were added.
+    assert {k: v for k, v in kept.items() if k != "hot"} == before["problems"][0]
     assert added["task_id"] == "HumanEval/54" and added["hot"]["sample_passed"] == [True, False]
     summary = after["summary"]
     assert summary["problems"] == 2 and summary["loop_passed"] == 2
-    assert summary["hot_problems"] == 1 and summary["hot_pass_at"] == {"1": 0.5, "2": 1.0}
+    assert summary["hot_problems"] == 2 and summary["hot_pass_at"] == {"1": 0.5, "2": 1.0}
     assert summary["hot_candidate_budget"] == 7  # the defaults' budget: beyond K, not reported
+    # A second resume finds nothing left to heat or run: the file stays as it was.
+    assert bench(tmp_path, [], *args) == 0
+    again = json.loads((tmp_path / "he.json").read_text(encoding="utf-8"))
+    assert again["problems"] == after["problems"]
 
 
 def test_hot_samples_must_not_be_negative(capsys: pytest.CaptureFixture[str]) -> None:
