@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent import prompts
 from agent.candidate import Candidate, parse_candidate
 from agent.checks import Checks, CriticMode
+from agent.evidence import input_profile
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
 from agent.queries import error_types, seed_query
@@ -64,6 +65,9 @@ class LoopConfig(BaseModel):
     # When round 1's candidate, written with seed lessons, fails: draw the same generation
     # without them and keep the better (see `_Run._first_round`).
     seed_control: bool = True
+    # Show the generator this task's data profile after the recalled lessons, which were
+    # learned on other data (`prompts.lessons_with_data`).
+    lessons_meet_data: bool = True
     lesson_limit: int = 3
     lesson_token_budget: int = 300
     max_tokens: int = 1024
@@ -132,6 +136,9 @@ class _Run:
         self.unrecorded_usage = Usage()
         # The input previews every generator and refiner prompt shows: read once per run.
         self.inputs = task.workspace_files()
+        # What the data looks like (unusual formats, the header as Python reads it): shown
+        # to the generator beside recalled lessons, which were learned on other data.
+        self.profile = input_profile(task.workspace)
         # The outputs run as programs: a repair of one may be a fragment to splice in.
         self.programs = programs_of(task)
         self.checks = Checks(
@@ -287,7 +294,9 @@ class _Run:
             self.task.goal,
             self.task.output,
             self.inputs,
-            render_lessons(lessons) if lessons else "",
+            prompts.lessons_with_data(
+                render_lessons(lessons), self.profile if self.cfg.lessons_meet_data else ()
+            ),
             failure,
         )
         messages = [
