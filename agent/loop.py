@@ -290,13 +290,13 @@ class _Run:
         failure: str = "",
         temperature: float | None = None,
     ) -> tuple[Candidate, Usage]:
+        profile = self.profile if self.cfg.lessons_meet_data else ()
+        block = render_lessons(lessons, self.cfg.lesson_token_budget)
         user = prompts.render_generator(
             self.task.goal,
             self.task.output,
             self.inputs,
-            prompts.lessons_with_data(
-                render_lessons(lessons), self.profile if self.cfg.lessons_meet_data else ()
-            ),
+            prompts.lessons_with_data(block, profile),
             failure,
         )
         messages = [

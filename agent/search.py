@@ -345,7 +345,7 @@ class RoundSearch:
             feedback=verdict.compressed(),
             kind=verdict.kind,
             tried=self.tried,
-            lessons=render_lessons(lessons) if lessons else "",
+            lessons=render_lessons(lessons, self.run.cfg.lesson_token_budget),
             passed_external=passed_external,
             workspace=self.run.inputs,
         )

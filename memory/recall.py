@@ -230,8 +230,10 @@ def _diversify(
         if any(cosine(vec, v) >= threshold for _, v in picked):
             continue  # its root cause and fix repeat an already picked lesson
         block = render_lessons([s for s, _ in picked] + [candidate])
-        if estimate_tokens(block) > budget:
+        if picked and estimate_tokens(block) > budget:
             continue  # a shorter, lower-ranked lesson may still fit
+        # The best lesson is never left out for its length: the prompt clips its long fields
+        # to the budget (`render_lessons(..., budget)`).
         picked.append((candidate, vec))
     return [s for s, _ in picked]
 

@@ -14,6 +14,7 @@ from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, LoopEvent, ReflectiveAgent
 from agent.sandbox import Sandbox
+from memory.render import HEADER, estimate_tokens
 from memory.types import Lesson, LessonQuery, NullRecall, RecallStage, ScoredLesson
 from tests.helpers import CRASH, CRITIC, GEN, GOOD, REFINE, WRONG, code, critique, fix, make_task
 
@@ -297,6 +298,21 @@ def test_the_generator_reads_recalled_lessons_against_this_task_s_data(tmp_path:
     assert seeded.index(prompts.LESSONS_MEET_DATA) > lessons_end
     assert f"- {values}: '€ 414', '€2,165.93'" in seeded
     assert prompts.LESSONS_MEET_DATA not in control and values not in control
+
+
+def test_a_lesson_longer_than_the_budget_reaches_the_prompt_clipped(tmp_path: Path) -> None:
+    recall = _OneLessonRecall()
+    recall.lesson = recall.lesson.model_copy(update={"symptom": "KeyError 'qty' " * 60})
+    llm = ScriptedLLM.by_system({GEN: [code(GOOD)]})
+    config = LoopConfig(lesson_token_budget=90)
+    agent = ReflectiveAgent(
+        llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), config=config, runs_dir=None
+    )
+    agent.run(make_task(tmp_path))
+    prompt = llm.calls[0].messages[-1].content
+    block = prompt[prompt.index(HEADER) :].split("\n\n")[0]
+    assert "Fix: use .get with a default" in block and "…" in block
+    assert estimate_tokens(block) <= 90
 
 
 def test_lessons_alone_when_the_data_shows_nothing_unusual() -> None:

@@ -238,7 +238,7 @@ class LessonTools:
             if run_id is not None and ids:
                 self.memory.report_use(run_id, query.stage, ids)
         return RecallAnswer(
-            block=render_lessons(hits),
+            block=render_lessons(hits, token_budget),
             lesson_ids=tuple(ids),
             lessons=_recalled(hits),
             run_id=run_id,

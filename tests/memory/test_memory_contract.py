@@ -20,6 +20,7 @@ from memory import (
     Memory,
     MemoryConfigError,
     MemoryUsageError,
+    estimate_tokens,
     faults,
     render_lessons,
 )
@@ -203,7 +204,11 @@ def test_token_budget_and_limit(store: Memory) -> None:
     budgeted = store.recall(q.model_copy(update={"token_budget": two_blocks}))
     assert len(budgeted) == 2
     assert len(render_lessons(budgeted)) / 4 <= two_blocks
-    assert len(store.recall(q.model_copy(update={"token_budget": one_block - 20}))) == 0
+    # Below one lesson's size, the best lesson is still given; its block is clipped to fit.
+    small = store.recall(q.model_copy(update={"token_budget": one_block - 20}))
+    assert [s.lesson.id for s in small] == [everything[0].lesson.id]
+    assert estimate_tokens(render_lessons(small, one_block - 20)) <= one_block - 20
+    assert len(store.recall(q.model_copy(update={"token_budget": 0}))) == 0
     assert len(store.recall(q.model_copy(update={"limit": 3, "token_budget": 10_000}))) == 3
 
 

@@ -49,6 +49,26 @@ def test_render_is_structured_and_hedged() -> None:
     assert render_lessons([]) == ""
 
 
+def test_a_block_over_the_budget_clips_long_fields_the_fix_last() -> None:
+    long = lesson(
+        symptom="ValueError: could not convert '$1' (in the input: " + "'$9,9.9', " * 40 + ")",
+        root_cause="amounts carry currency symbols and thousands separators " * 3,
+        fix="strip '$' and ',' before float(). verified change: replace `float(v)` with "
+        "`float(v.replace('$', '').replace(',', ''))`",
+        applies_when="money columns exported from spreadsheets " * 4,
+    )
+    scored = [ScoredLesson(lesson=long, similarity=0.8, score=0.9)]
+    whole = render_lessons(scored)
+    assert render_lessons(scored, estimate_tokens(whole)) == whole  # it fits: untouched
+    for budget in (150, 100, 60):
+        block = render_lessons(scored, budget)
+        assert estimate_tokens(block) <= budget and block.startswith(HEADER)
+        assert "Symptom: ValueError" in block and "…" in block
+    # At 150 tokens the symptom's evidence goes first; the fix and its change stay whole.
+    assert "Fix: " + long.fix in render_lessons(scored, 150)
+    assert "'$9,9.9', " * 40 not in render_lessons(scored, 150)
+
+
 def test_estimate_tokens() -> None:
     assert estimate_tokens("") == 0
     assert estimate_tokens("abcd") == 1
