@@ -158,7 +158,7 @@ class _Run:
     # -- the loop -------------------------------------------------------------------------
 
     def execute(self) -> RunResult:
-        text, surface = seed_query(self.task)
+        text, surface = seed_query(self.task, self.profile)
         self._first_round(self._recall("seed", text, (), surface))
         while True:
             stop = self._stop_reason()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, or_
+from sqlalchemy import func
 from sqlalchemy.orm import aliased
 from sqlmodel import col, select
 
@@ -94,26 +94,30 @@ def ids_by_scope(
     which holds no status."""
     if not scopes:
         return {}
-    conditions: list[Any] = [
-        col(LessonRow.scope).in_(list(scopes)),
-        col(LessonRow.status).in_(list(statuses)),
-    ]
-    if error_types:
-        # A canonical holds its merged members' types too (as recall's gate reads them).
-        member = aliased(LessonRow)
-        of_members = select(member.merged_into).where(
-            col(member.error_type).in_(list(error_types)), col(member.merged_into).is_not(None)
-        )
-        conditions.append(
-            or_(
-                col(LessonRow.error_type).in_(list(error_types)),
-                col(LessonRow.id).in_(of_members),
-            )
-        )
+    wanted = [col(LessonRow.scope).in_(list(scopes)), col(LessonRow.status).in_(list(statuses))]
     found: dict[str, list[str]] = {}
     with db.read() as session:
-        for scope, lesson_id in session.execute(
-            select(LessonRow.scope, LessonRow.id).where(*conditions)
-        ):
-            found.setdefault(scope, []).append(lesson_id)
+        if not error_types:
+            rows = list(session.execute(select(LessonRow.scope, LessonRow.id).where(*wanted)))
+        else:
+            # Two reads, each on an index (scope, error_type, status / merged_into): an OR
+            # across them made SQLite scan the scope (2 ms -> 340 ms at 100k lessons).
+            types = list(error_types)
+            own = select(LessonRow.scope, LessonRow.id).where(
+                *wanted, col(LessonRow.error_type).in_(types)
+            )
+            # A canonical holds its merged members' types too (as recall's gate reads them);
+            # a merge joins lessons of one scope.
+            member = aliased(LessonRow)
+            canonicals = select(member.merged_into).where(
+                col(member.scope).in_(list(scopes)),
+                col(member.error_type).in_(types),
+                col(member.merged_into).is_not(None),
+            )
+            of_members = select(LessonRow.scope, LessonRow.id).where(
+                *wanted, col(LessonRow.id).in_(canonicals)
+            )
+            rows = list(session.execute(own)) + list(session.execute(of_members))
+    for scope, lesson_id in dict.fromkeys((r[0], r[1]) for r in rows):
+        found.setdefault(scope, []).append(lesson_id)
     return found

@@ -66,6 +66,14 @@ no-lesson rate. The smoothed lift (the +2 is a Beta(1,1) prior, so one lucky run
 little) and recency move a lesson past near-ties only. A lesson flagged for review (recalled
 into failing runs, `memory.lift.flag`) loses as much as the worst lift. Age counts from
 `updated_at`, which a duplicate sighting refreshes.
+
+Diversity and size: best first, a lesson is taken unless its root cause and fix repeat a
+taken one (`diversity_similarity`) or the rendered block would exceed the query's token
+budget. The best lesson is the exception to the budget: it is clipped to fit
+(`memory.render.render_lessons(..., budget)`), not dropped, unless even its labels exceed
+the budget. A lesson the retrospective writes from a verified fix (the symptom with its
+input evidence, the fix with its code change) is about the loop's whole 300-token budget:
+dropped, the sibling task's seed recall found it and handed out nothing.
 """
 
 from __future__ import annotations
@@ -230,12 +238,16 @@ def _diversify(
         if any(cosine(vec, v) >= threshold for _, v in picked):
             continue  # its root cause and fix repeat an already picked lesson
         block = render_lessons([s for s, _ in picked] + [candidate])
-        if picked and estimate_tokens(block) > budget:
+        if estimate_tokens(block) > budget and (picked or not _clips_to(candidate, budget)):
             continue  # a shorter, lower-ranked lesson may still fit
-        # The best lesson is never left out for its length: the prompt clips its long fields
-        # to the budget (`render_lessons(..., budget)`).
         picked.append((candidate, vec))
     return [s for s, _ in picked]
+
+
+def _clips_to(best: ScoredLesson, budget: int) -> bool:
+    """The best lesson is never left out for its length alone: the prompt clips its long
+    fields to the budget (`render_lessons(..., budget)`), unless even its labels exceed it."""
+    return estimate_tokens(render_lessons([best], budget)) <= budget
 
 
 class _Search:

@@ -68,8 +68,8 @@ _KIND_LINE = re.compile(
 )
 _KIND_HEADER = re.compile(rf"^[ \t]*(?P<kind>(?i:{_KIND}))[ \t]+{_EXC}\b", re.MULTILINE)
 _EXC_LINE = re.compile(rf"^[ \t]*(?:(?i:message)[ \t]*:[ \t]*)?{_EXC}[ \t]*(?::|$)", re.MULTILINE)
-_RAISES_HEADER = re.compile(r"^(?P<indent>[ \t]*)Raises[ \t]*:?[ \t]*$")
-_RULE = re.compile(r"^[ \t]*-{3,}[ \t]*$")
+_RAISES_HEADER = re.compile(r"^[ \t]*Raises[ \t]*:?\s*$")
+_RULE = re.compile(r"^[ \t]*-{3,}\s*$")
 _SUFFIXES = ("Error", "Exception")
 _SYNTAX = frozenset({"SyntaxError", "IndentationError", "TabError"})
 
@@ -111,22 +111,25 @@ def _without_raises_sections(text: str) -> str:
     lines = text.split("\n")
     i = 0
     while i < len(lines):
-        header = _RAISES_HEADER.match(lines[i])
-        if header is None:
+        if _RAISES_HEADER.match(lines[i]) is None:
             i += 1
             continue
-        indent = len(header.group("indent").expandtabs())
+        indent = _indent(lines[i])
         end = i + 1
         numpy = end < len(lines) and _RULE.match(lines[end]) is not None
         end += numpy
         while end < len(lines) and lines[end].strip():
-            line = lines[end]
-            if not numpy and len(line) - len(line.lstrip()) <= indent:
+            if not numpy and _indent(lines[end]) <= indent:
                 break  # Google style: the entries are indented under "Raises:"
             end += 1
         lines[i:end] = [""] * (end - i)
         i = end
     return "\n".join(lines)
+
+
+def _indent(line: str) -> int:
+    expanded = line.expandtabs()
+    return len(expanded) - len(expanded.lstrip())
 
 
 def _stated(text: str) -> list[tuple[int, str]]:

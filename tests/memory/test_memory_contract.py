@@ -208,6 +208,8 @@ def test_token_budget_and_limit(store: Memory) -> None:
     small = store.recall(q.model_copy(update={"token_budget": one_block - 20}))
     assert [s.lesson.id for s in small] == [everything[0].lesson.id]
     assert estimate_tokens(render_lessons(small, one_block - 20)) <= one_block - 20
+    # Not even the labels fit: nothing (an all-'…' lesson would help no one).
+    assert store.recall(q.model_copy(update={"token_budget": 30})) == []
     assert len(store.recall(q.model_copy(update={"token_budget": 0}))) == 0
     assert len(store.recall(q.model_copy(update={"limit": 3, "token_budget": 10_000}))) == 3
 

@@ -146,6 +146,8 @@ CHECK = Feedback(kind="check_failed", stage="execution", summary="totals differ"
         ("Parse x.\n\nRaises\n------\nValueError\n    If x is empty.\nTypeError\n", ()),
         ("Raises:\n    ValueError: if empty.\n\nKeyError: 'qty'", ("KeyError", "runtime_error")),
         ("    Raises:\nValueError: bad input", ("ValueError", "runtime_error")),
+        ("\tRaises:\n\t\tValueError: if x is empty.\n", ()),
+        ("Raises:\r\n    ValueError: if x is empty.\r\n", ()),
     ],
 )
 def test_stated_error_types(text: str, expected: tuple[str, ...]) -> None:
