@@ -32,7 +32,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent import prompts
 from agent.candidate import Candidate, parse_candidate
 from agent.checks import Checks, CriticMode
-from agent.evidence import input_profile
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
 from agent.queries import error_types, seed_query
@@ -65,9 +64,6 @@ class LoopConfig(BaseModel):
     # When round 1's candidate, written with seed lessons, fails: draw the same generation
     # without them and keep the better (see `_Run._first_round`).
     seed_control: bool = True
-    # Show the generator this task's data profile after the recalled lessons, which were
-    # learned on other data (`prompts.lessons_with_data`).
-    lessons_meet_data: bool = True
     lesson_limit: int = 3
     lesson_token_budget: int = 300
     max_tokens: int = 1024
@@ -136,9 +132,6 @@ class _Run:
         self.unrecorded_usage = Usage()
         # The input previews every generator and refiner prompt shows: read once per run.
         self.inputs = task.workspace_files()
-        # What the data looks like (unusual formats, the header as Python reads it): shown
-        # to the generator beside recalled lessons, which were learned on other data.
-        self.profile = input_profile(task.workspace)
         # The outputs run as programs: a repair of one may be a fragment to splice in.
         self.programs = programs_of(task)
         self.checks = Checks(
@@ -158,7 +151,7 @@ class _Run:
     # -- the loop -------------------------------------------------------------------------
 
     def execute(self) -> RunResult:
-        text, surface = seed_query(self.task, self.profile)
+        text, surface = seed_query(self.task)
         self._first_round(self._recall("seed", text, (), surface))
         while True:
             stop = self._stop_reason()
@@ -290,13 +283,11 @@ class _Run:
         failure: str = "",
         temperature: float | None = None,
     ) -> tuple[Candidate, Usage]:
-        profile = self.profile if self.cfg.lessons_meet_data else ()
-        block = render_lessons(lessons, self.cfg.lesson_token_budget)
         user = prompts.render_generator(
             self.task.goal,
             self.task.output,
             self.inputs,
-            prompts.lessons_with_data(block, profile),
+            render_lessons(lessons, self.cfg.lesson_token_budget),
             failure,
         )
         messages = [

@@ -169,23 +169,6 @@ def render_files(files: Mapping[str, str], text: str) -> str:
     return "\n\n".join(f"### {name}\n```\n{body.rstrip()}\n```" for name, body in files.items())
 
 
-LESSONS_MEET_DATA = (
-    "This task's own data (the lessons above were learned on other data: a lesson's fix "
-    "names that data's symbols, separators and formats; make it cover the values shown "
-    "here):"
-)
-
-
-def lessons_with_data(lessons: str, profile: Sequence[str]) -> str:
-    """The recalled lessons' block followed by this task's data profile
-    (`agent.evidence.input_profile`), so a fix learned on '$860.45' is read against
-    '€ 1,857.99'; `lessons` alone when the data shows nothing unusual, '' when there are no
-    lessons."""
-    if not lessons or not profile:
-        return lessons
-    return "\n".join([lessons, LESSONS_MEET_DATA, *(f"- {line}" for line in profile)])
-
-
 def _workspace_block(workspace: Mapping[str, str]) -> str:
     if not workspace:
         return ""

@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from agent.evidence import input_profile
 from agent.feedback import Feedback
 from agent.task import Task
 
 
-def seed_query(task: Task, profile: Sequence[str] | None = None) -> tuple[str, tuple[str, ...]]:
+def seed_query(task: Task) -> tuple[str, tuple[str, ...]]:
     """The task-start query: (goal + the head of each input file, each head on its own).
 
     Lessons are indexed by symptom and root cause, and the data's surface ("$1,299.99", a BOM)
     is what a task start shares with them; in the joined text the goal's words dominate the
     embedding, so recall also scores each head alone (`LessonQuery.surface`, max fusion).
-    `profile` is the data's (`agent.evidence.input_profile`), when the caller has it.
     """
     heads = [
         f"--- {name} ---\n" + "\n".join(preview.splitlines()[:3])
         for name, preview in task.workspace_files(max_bytes=300).items()
     ]
-    if profile is None:
-        profile = input_profile(task.workspace)
+    profile = input_profile(task.workspace)
     return "\n".join([task.goal, *heads, *profile]), (*heads, *profile)
 
 

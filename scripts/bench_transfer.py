@@ -57,10 +57,6 @@ class Case(BaseModel):
     passed_without: int
     tokens_with: int
     tokens_without: int
-    # With A's lesson but without this task's data beside it (`--ablate-data`), else None.
-    passed_lesson_alone: int | None = None
-    tokens_lesson_alone: int | None = None
-    outcomes_lesson_alone: tuple[str, ...] = ()
     # Each sample's verdict (greedy first): "success" or the failure's kind and message, so
     # the table can say whether B failed on the trap or on ordinary logic.
     outcomes_with: tuple[str, ...]
@@ -96,17 +92,13 @@ def outcome(feedback: Feedback) -> str:
     return f"{feedback.kind}: {feedback.key_message or feedback.summary}"[:160]
 
 
-def first_rounds(
-    llm: LLM, task: Task, recall: Recall, sandbox: Sandbox, k: int, *, with_data: bool = True
-) -> Rounds:
+def first_rounds(llm: LLM, task: Task, recall: Recall, sandbox: Sandbox, k: int) -> Rounds:
     passed = tokens = recalled = 0
     outcomes: list[str] = []
     for i in range(k + 1):
         # No control: the round must show what the lesson does, not the better of both.
         temp = 0.0 if i == 0 else 0.8
-        config = LoopConfig(
-            max_rounds=1, temperature=temp, seed_control=False, lessons_meet_data=with_data
-        )
+        config = LoopConfig(max_rounds=1, temperature=temp, seed_control=False)
         result = ReflectiveAgent(llm, recall=recall, sandbox=sandbox, config=config).run(task)
         passed += result.passed
         tokens += result.usage.total_tokens
@@ -115,9 +107,7 @@ def first_rounds(
     return Rounds(passed=passed, tokens=tokens, recalled=recalled, outcomes=tuple(outcomes))
 
 
-def run_case(
-    a: Task, b: Task, llm: LLM, sandbox: Sandbox, k: int, *, ablate_data: bool = False
-) -> Case:
+def run_case(a: Task, b: Task, llm: LLM, sandbox: Sandbox, k: int) -> Case:
     started = time.monotonic()
     memory = Memory.in_memory(embedder=MiniLMEmbedder())
     try:
@@ -126,7 +116,6 @@ def run_case(
             memory.add(draft.model_copy(update={"scope": b.scope}))
         lesson = " | ".join(f"{d.root_cause} FIX: {d.fix}" for d in outcome.drafts)
         with_lesson = first_rounds(llm, b, memory, sandbox, k)
-        alone = first_rounds(llm, b, memory, sandbox, k, with_data=False) if ablate_data else None
     finally:
         memory.close()
     without = first_rounds(llm, b, NullRecall(), sandbox, k)
@@ -136,9 +125,6 @@ def run_case(
         passed_with=with_lesson.passed, passed_without=without.passed,
         tokens_with=with_lesson.tokens, tokens_without=without.tokens,
         outcomes_with=with_lesson.outcomes, outcomes_without=without.outcomes,
-        passed_lesson_alone=alone.passed if alone else None,
-        tokens_lesson_alone=alone.tokens if alone else None,
-        outcomes_lesson_alone=alone.outcomes if alone else (),
         seconds=round(time.monotonic() - started, 1),
     )  # fmt: skip
 
@@ -153,34 +139,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--families", nargs="*", default=None)
     p.add_argument("--k", type=int, default=2, help="hot samples besides the greedy one")
     p.add_argument("--out", type=Path, default=Path("bench-results") / "bench_transfer.json")
-    p.add_argument(
-        "--ablate-data",
-        action="store_true",
-        help="also run B with A's lesson but without B's data profile beside it",
-    )
     a = p.parse_args(argv)
     console = Console(width=None if sys.stdout.isatty() else 160)
     llm = resolve_llm(a.model, Settings.from_env(model=a.model))
     sandbox = Sandbox(Limits(cpu_s=60))
     cases: list[Case] = []
     for task_a, task_b in pairs(a.task_dirs, a.families):
-        case = run_case(task_a, task_b, llm, sandbox, a.k, ablate_data=a.ablate_data)
+        case = run_case(task_a, task_b, llm, sandbox, a.k)
         cases.append(case)
         console.print(
             f"{case.family:<14} {case.task_b:<28} with {case.passed_with}/{case.samples} "
             f"(recalled {case.recalled}) without {case.passed_without}/{case.samples} "
             f"{case.seconds:6.0f} s  lesson: {case.lesson[:90]}"
         )
-        if case.passed_lesson_alone is not None:
-            console.print(f"    lesson alone (no data beside it) {case.passed_lesson_alone}")
-        rows = (
-            ("with", case.outcomes_with),
-            ("alone", case.outcomes_lesson_alone),
-            ("without", case.outcomes_without),
-        )
-        for label, outcomes in rows:
-            if outcomes:
-                console.print(f"    {label:<8} " + " | ".join(o[:70] for o in outcomes))
+        for label, outcomes in (("with", case.outcomes_with), ("without", case.outcomes_without)):
+            console.print(f"    {label:<8} " + " | ".join(o[:70] for o in outcomes))
         write_json_atomic(a.out, {"model": llm.model_id, "k": a.k, "cases": [
             c.model_dump(mode="json") for c in cases]})  # fmt: skip
     table = Table(title=f"first round of task B, {llm.model_id}")
@@ -189,10 +162,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     n = sum(c.samples for c in cases)
     table.add_row("with A's lesson", f"{sum(c.passed_with for c in cases)}/{n}",
                   str(sum(c.tokens_with for c in cases)))  # fmt: skip
-    if a.ablate_data:
-        table.add_row("with it, no data beside it",
-                      f"{sum(c.passed_lesson_alone or 0 for c in cases)}/{n}",
-                      str(sum(c.tokens_lesson_alone or 0 for c in cases)))  # fmt: skip
     table.add_row("without memory", f"{sum(c.passed_without for c in cases)}/{n}",
                   str(sum(c.tokens_without for c in cases)))  # fmt: skip
     console.print(table)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from agent import prompts
 from agent.container import Limits
 from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
@@ -48,21 +47,3 @@ def test_a_case_records_why_each_sample_of_b_failed() -> None:
     assert case.outcomes_with == ("success", "success")
     assert all(o.startswith("runtime_error: ValueError: ") for o in case.outcomes_without)
     assert "€" in case.outcomes_without[0]
-
-
-def test_the_ablation_runs_b_with_the_lesson_but_without_its_data_beside_it() -> None:
-    a, b = pairs([TRAPS], ["currency"])[0]
-    assert b.task_dir is not None
-    reference = (b.task_dir / "reference" / "solution.py").read_text(encoding="utf-8")
-
-    def generate(messages: Sequence[Message]) -> str:
-        # Only a lesson read against B's own values ('€ 414') gives the right program.
-        data_shown = prompts.LESSONS_MEET_DATA in messages[-1].content
-        return code(reference if data_shown else NAIVE)
-
-    llm = ScriptedLLM.by_system({"You write one lesson": [LESSON] * 8, GEN: [generate] * 6})
-    case = run_case(a, b, llm, Sandbox(Limits(cpu_s=30)), k=1, ablate_data=True)
-
-    assert (case.passed_with, case.passed_lesson_alone, case.passed_without) == (2, 0, 0)
-    assert len(case.outcomes_lesson_alone) == 2
-    assert all(o.startswith("runtime_error: ValueError: ") for o in case.outcomes_lesson_alone)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from agent import prompts
 from agent.container import Limits
 from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
@@ -280,26 +279,6 @@ def test_seed_query_is_the_goal_with_input_heads_and_the_datas_profile_as_surfac
     assert seed.text == "\n".join([task.goal, *seed.surface])
 
 
-def test_the_generator_reads_recalled_lessons_against_this_task_s_data(tmp_path: Path) -> None:
-    # A lesson learned on '$' amounts, recalled for euros: the task's own values follow the
-    # lessons, so the fix is read against them. The control (no lessons) gets no such block.
-    task = make_task(tmp_path)
-    assert task.workspace is not None
-    (task.workspace / "costs.csv").write_text('id,cost\n1,€ 414\n2,"€2,165.93"\n')
-    llm = ScriptedLLM.by_system({GEN: [code(CRASH)] * 2, REFINE: [fix(GOOD)]})
-    agent = ReflectiveAgent(
-        llm, recall=_OneLessonRecall(), sandbox=Sandbox(Limits(cpu_s=10)), runs_dir=None
-    )
-    agent.run(task)
-    seeded, control = (c.messages[-1].content for c in llm.calls[:2])
-    values = "values of column 'cost' in costs.csv (2 of 2 distinct, varied formats first)"
-    assert "use .get with a default" in seeded
-    lessons_end = seeded.index("use .get with a default")
-    assert seeded.index(prompts.LESSONS_MEET_DATA) > lessons_end
-    assert f"- {values}: '€ 414', '€2,165.93'" in seeded
-    assert prompts.LESSONS_MEET_DATA not in control and values not in control
-
-
 def test_a_lesson_longer_than_the_budget_reaches_the_prompt_clipped(tmp_path: Path) -> None:
     recall = _OneLessonRecall()
     recall.lesson = recall.lesson.model_copy(update={"symptom": "KeyError 'qty' " * 60})
@@ -313,11 +292,6 @@ def test_a_lesson_longer_than_the_budget_reaches_the_prompt_clipped(tmp_path: Pa
     block = prompt[prompt.index(HEADER) :].split("\n\n")[0]
     assert "Fix: use .get with a default" in block and "…" in block
     assert estimate_tokens(block) <= 90
-
-
-def test_lessons_alone_when_the_data_shows_nothing_unusual() -> None:
-    assert prompts.lessons_with_data("1. [KeyError] ...", []) == "1. [KeyError] ..."
-    assert prompts.lessons_with_data("", ["values of column 'x' ..."]) == ""
 
 
 @pytest.mark.parametrize("rounds", [1, 2])
