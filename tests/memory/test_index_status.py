@@ -47,10 +47,10 @@ class MarkerEmbedder:
         return [self._vector(t) for t in texts]
 
 
-def _add(store: Memory, symptom: str, n: int) -> str:
+def _add(store: Memory, symptom: str, n: int, error_type: str = "ValueError") -> str:
     lesson = store.add(
         LessonDraft(
-            error_type="ValueError",
+            error_type=error_type,
             symptom=symptom,
             root_cause=f"cause{n} kilo{n}",
             fix=f"fix{n} lima{n}",
@@ -96,16 +96,8 @@ def test_the_typed_search_counts_a_canonical_under_its_members_types(spec: Store
     try:
         for n in range(4):
             _add(store, f"nearby recallable{n} of another kind", 20 + n)
-        member = store.add(
-            LessonDraft(
-                error_type="KeyError",
-                symptom="a member of another kind",
-                root_cause="cause30 kilo30",
-                fix="fix30 lima30",
-            )
-        ).lesson
-        assert member is not None
-        store.set_status(member.id, "merged", merged_into=kept)
+        member = _add(store, "a member of another kind", 30, error_type="KeyError")
+        store.set_status(member, "merged", merged_into=kept)
         # The gate opens (memory has seen a KeyError: it was merged into `kept`); the nearer
         # lessons then outrank `kept` as usual.
         typed = LessonQuery(text="askme", limit=1, error_types=("KeyError",))
