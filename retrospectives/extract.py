@@ -3,7 +3,7 @@
     RunResult --facts.failure_steps--> FailureStep (error type, place, symptom, diff)   no model
               --LLM(LESSON prompt, schema=LessonAnalysis)--> root cause, fix, applies_when
                   \\--model output invalid / backend down--> deterministic draft, marked
-              --summary.summarise--> RunSummary (+ a "process" lesson for long runs)
+              --summary.summarise--> ProcessSummary (shown with the run, not stored)
 
 Rules: a run that passed in round one learns nothing (no failure, nothing to fix). Only
 verified fixes are stored: a lesson needs a failing candidate followed, in the same run, by
@@ -37,7 +37,7 @@ from retrospectives.facts import (
     lesson_error_type,
     symptom_of,
 )
-from retrospectives.summary import Advice, RunSummary, process_draft, summarise
+from retrospectives.summary import Advice, ProcessSummary, summarise
 
 # Evidence markers: a person (or `lessonloop review`) can see how a lesson was written.
 FALLBACK_INVALID = "fallback: model output invalid"
@@ -97,8 +97,6 @@ class RetroConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_lessons: int = Field(default=3, ge=1, le=10)
-    # Runs with at least this many rounds also yield a "process" lesson.
-    process_min_rounds: int = Field(default=3, ge=2)
     diff_max_lines: int = Field(default=40, ge=4)
     excerpt_chars: int = Field(default=300, ge=40)
     temperature: float = 0.0
@@ -112,7 +110,7 @@ class RetroOutcome(BaseModel):
 
     run_id: str
     drafts: tuple[LessonDraft, ...]
-    summary: RunSummary | None = None
+    summary: ProcessSummary | None = None
     # One entry per draft written without the model's analysis, e.g. "fallback: ... (why)".
     fallbacks: tuple[str, ...] = ()
     usage: Usage = Field(default_factory=Usage)
@@ -148,17 +146,6 @@ class Retrospective:
                 fallbacks.append(marker)
             drafts.append(self._draft(result, step, found, marker, injected_ids))
         summary = summarise(result, steps, advice)
-        # A process lesson is advice too: only when what cost the run most was verified.
-        if (
-            summary is not None
-            and summary.costliest_verified
-            and summary.rounds >= self.config.process_min_rounds
-        ):
-            drafts.append(
-                process_draft(
-                    summary, injected=injected_ids, excerpt_chars=self.config.excerpt_chars
-                )
-            )
         return RetroOutcome(
             run_id=result.run_id,
             drafts=tuple(drafts),

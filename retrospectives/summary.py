@@ -1,11 +1,11 @@
 """The process-level summary of a multi-round run: what cost the rounds, what worked, what first.
 
-Stored as its own lesson with error type "process" (see `process_draft`), not folded into
-the evidence of the trap lessons: evidence is neither embedded nor shown in prompts, so
-advice hidden there could never be recalled. A "process" lesson is embedded like any other
-and is found by the *seed* recall (goal + files, no error-type filter) before the first
-attempt, which is exactly when "what to do first" helps; the reflection recall filters on
-the failure's error types and so never sees it mid-run.
+Shown with the run (`lessonloop run` prints it, `--json` carries it), not stored as a lesson.
+It used to be one, of error type "process": its advice was the costliest failure's verified
+fix, which that failure's own lesson already holds, and its symptom was the task's goal,
+which resembles the goal of every sibling task. On the learning stream
+(scripts/bench_learning.py examples/traps, the 1.5B) it took the seed slot of both later CSV
+tasks, one of which then failed where the run without memory passed (README).
 """
 
 from __future__ import annotations
@@ -15,11 +15,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from agent.result import RunResult
-from memory.redact import redact
-from memory.types import Evidence, LessonDraft
 from retrospectives.facts import FailureStep, diff_summary
-
-PROCESS_ERROR_TYPE = "process"
 
 
 class FailureCost(BaseModel):
@@ -43,7 +39,7 @@ class Advice(BaseModel):
     applies_when: str
 
 
-class RunSummary(BaseModel):
+class ProcessSummary(BaseModel):
     """What a multi-round run teaches about the process, beyond each single failure."""
 
     model_config = ConfigDict(frozen=True)
@@ -75,7 +71,7 @@ class RunSummary(BaseModel):
 
 def summarise(
     result: RunResult, steps: Sequence[FailureStep], advice: Mapping[str, Advice]
-) -> RunSummary | None:
+) -> ProcessSummary | None:
     """The summary of a run with at least two rounds and one failure; else None.
 
     `advice` maps a step's identity to its interpreted root cause and fix.
@@ -99,7 +95,7 @@ def summarise(
         first = f"when {scene}: {top_advice.fix}"
     else:
         first = f"check for {top.identity} before the first attempt"
-    return RunSummary(
+    return ProcessSummary(
         run_id=result.run_id,
         task_id=result.task_id,
         goal=result.goal,
@@ -126,34 +122,3 @@ def _what_worked(result: RunResult, steps: Sequence[FailureStep]) -> str:
         return f"passed in round {len(result.rounds)}"
     change = last.fix_note or diff_summary(last.diff) or "a rewrite"
     return f"round {last.fixed_in}: {change}"
-
-
-def process_draft(
-    summary: RunSummary, *, injected: Sequence[str], excerpt_chars: int = 300
-) -> LessonDraft:
-    """The summary as a lesson of error type "process" (always a candidate)."""
-    excerpt = redact(f"process: {summary.costliest}; worked: {summary.what_worked}")
-    return LessonDraft(
-        scope=summary.scope,
-        error_type=PROCESS_ERROR_TYPE,
-        symptom=_clip(
-            f"a task like '{summary.goal}' needed {summary.rounds} rounds; "
-            f"most went to {summary.costliest}",
-            400,
-        ),
-        root_cause=_clip(
-            f"most rounds went to {summary.costliest}"
-            + (f": {summary.costliest_cause}" if summary.costliest_cause else ""),
-            500,
-        ),
-        fix=_clip(summary.first_next_time, 500),
-        applies_when=_clip(f"tasks like: {summary.goal}", 300),
-        evidence=(Evidence(run_id=summary.run_id, excerpt=excerpt[:excerpt_chars]),),
-        status="candidate",
-        injected_lesson_ids=tuple(injected),
-    )
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

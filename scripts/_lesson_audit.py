@@ -1,8 +1,7 @@
 """What a learning stream stored: is every lesson's advice verified, and from a solved run?
 
 Issue 13's junk goal, read off a bench_learning result: the share of stored lessons whose
-fix is not verified (no "verified change:" from a fail-then-pass run of its own; a "process"
-lesson counts as verified, it is written only when the costliest failure was), lessons that
+fix is not verified (no "verified change:" from a fail-then-pass run of its own), lessons that
 cite an unsolved run, and recalls that handed such a lesson to a later run.
 """
 
@@ -14,7 +13,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from retrospectives.extract import CHANGE_MARK
-from retrospectives.summary import PROCESS_ERROR_TYPE
 
 
 class LessonAudit(BaseModel):
@@ -50,10 +48,7 @@ def audit(
         runs = [e.get("run_id") for e in lesson.get("evidence", ())]
         return any(solved.get(run) is False for run in runs)
 
-    verified = sum(
-        CHANGE_MARK in lesson["fix"] or lesson["error_type"] == PROCESS_ERROR_TYPE
-        for lesson in by_id.values()
-    )
+    verified = sum(CHANGE_MARK in lesson["fix"] for lesson in by_id.values())
     recalled = [
         lesson_id
         for r in writers.values()

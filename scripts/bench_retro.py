@@ -143,7 +143,7 @@ def evaluate(task: Task, run: RunResult, llm: LLM) -> Case:
     seconds = time.monotonic() - t0
     (baseline,) = Retrospective(None).analyse(run).drafts
     # A solved two-round run yields exactly one lesson about round 1's failure.
-    draft = next(d for d in outcome.drafts if d.error_type != "process")
+    draft = outcome.drafts[0]
     return Case(
         task_id=task.id, family=family, feedback=run.rounds[0].feedback.compressed(),
         model_used=not outcome.fallbacks,

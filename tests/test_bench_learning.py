@@ -237,9 +237,9 @@ def test_the_audit_counts_unverified_lessons_and_recalls_of_unsolved_runs() -> N
         "learning-s0-o0": [
             lesson("good", "strip it. verified change: replace `a` with `b`", 0),
             lesson("junk", "Ensure the file has the correct column order", 1),
-            lesson("proc", "read the header first", 2, error_type="process"),
+            lesson("advice", "read the header first", 2, error_type="KeyError"),
         ]
     }
     found = audit(records, stored)
-    assert (found.lessons, found.verified, found.unverified_share) == (3, 2, 0.333)
+    assert (found.lessons, found.verified, found.unverified_share) == (3, 1, 0.667)
     assert (found.from_unsolved_runs, found.recalls, found.recalls_of_unsolved) == (1, 3, 2)

@@ -126,13 +126,17 @@ def test_lesson_learned_in_one_run_is_recalled_in_the_next(tmp_path: Path) -> No
     assert data["feedback_kinds"] == ["runtime_error", "success"]
     written = data["lessons_written"]
     assert [w["action"] for w in written] == ["created"]
+    # What the rounds cost travels with the run, and is not stored as a lesson of its own.
+    process = data["process"]
+    assert process["rounds"] == 2 and process["costliest"].startswith("runtime_error/KeyError")
+    assert "utf-8-sig" in process["first_next_time"]
 
     # The same trap again: the lesson is handed to the generator, which gets it right.
     second = lessonloop(tmp_path, {GEN: [code(BOM_GOOD)]}, str(task), "--memory", store, "--json")
     assert second.returncode == 0, second.stderr
     data = json.loads(second.stdout)
     assert data["recalled_lesson_ids"] == [written[0]["id"]]
-    assert data["rounds"] == 1 and data["lessons_written"] == []
+    assert data["rounds"] == 1 and data["lessons_written"] == [] and data["process"] is None
 
     # ...and its use is on record: the lesson helped a passing run.
     env = {**os.environ, "LESSONLOOP_HOME": str(tmp_path / "home")}

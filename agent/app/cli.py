@@ -124,6 +124,8 @@ def _print_summary(session: SessionResult) -> None:
     for added in session.lessons:
         lesson_id = added.lesson.id if added.lesson else "-"
         out.print(Text(f"lesson {added.action}: {lesson_id} ", style="green") + Text(added.reason))
+    if session.process is not None:
+        out.print(Text("retrospective: ", style="green") + Text(session.process.render()))
     if session.consolidation is not None:
         report = session.consolidation
         out.print(

@@ -30,6 +30,7 @@ from retrospectives.consolidate import ConsolidationReport
 from retrospectives.extract import Retrospective
 from retrospectives.learn import AutoConsolidation
 from retrospectives.learn import learn as learn_from_run
+from retrospectives.summary import ProcessSummary
 
 
 class SessionResult(BaseModel):
@@ -41,6 +42,8 @@ class SessionResult(BaseModel):
     lessons: tuple[AddResult, ...] = ()
     retro_fallbacks: tuple[str, ...] = ()
     retro_usage: Usage = Usage()
+    # What the rounds cost and what worked (a solved run of two rounds or more).
+    process: ProcessSummary | None = None
     consolidation: ConsolidationReport | None = None  # the pass this run triggered, if any
 
     def summary(self) -> SessionSummary:
@@ -55,6 +58,7 @@ class SessionResult(BaseModel):
                 for a in self.lessons
             ),
             retrospective_fallbacks=self.retro_fallbacks,
+            process=self.process,
             consolidation=None
             if consolidation is None
             else ConsolidationSummary(
@@ -88,6 +92,7 @@ class SessionSummary(RunSummary):
 
     lessons_written: tuple[LessonWritten, ...]
     retrospective_fallbacks: tuple[str, ...]
+    process: ProcessSummary | None
     consolidation: ConsolidationSummary | None
 
 
@@ -202,6 +207,7 @@ def run_with_memory(
         lessons=report.added,
         retro_fallbacks=report.retro.fallbacks,
         retro_usage=report.retro.usage,
+        process=report.retro.summary,
         consolidation=report.consolidation,
     )
 

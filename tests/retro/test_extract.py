@@ -23,7 +23,6 @@ from retrospectives.extract import (
     extract,
 )
 from retrospectives.facts import candidate_diff, symptom_of
-from retrospectives.summary import PROCESS_ERROR_TYPE
 from tests.retro.builders import (
     CRASH,
     GOOD,
@@ -67,7 +66,6 @@ def test_fixed_failure_yields_one_model_written_candidate_lesson() -> None:
     assert "-total = sum(float(r[1]) for r in rows)" in prompt  # the real diff
     assert "strip the currency sign before float()" in prompt  # the refiner's note
     assert outcome.summary is not None and outcome.summary.rounds == 2
-    assert not any(d.error_type == PROCESS_ERROR_TYPE for d in outcome.drafts)
 
 
 @pytest.mark.parametrize(
@@ -147,7 +145,7 @@ def test_a_model_fix_keeps_the_verified_change_beside_it() -> None:
     assert draft.fix.startswith("Strip the currency sign first") and "verified change:" in draft.fix
 
 
-def test_multi_round_run_yields_one_lesson_per_failure_and_a_process_lesson() -> None:
+def test_multi_round_run_yields_one_lesson_per_failure_and_a_summary_not_stored() -> None:
     result = run(
         record(1, candidate(CRASH), VALUE_ERROR),
         record(2, candidate(CRASH + "\n#a", "strip '$'"), WRONG_TOTAL),
@@ -159,15 +157,14 @@ def test_multi_round_run_yields_one_lesson_per_failure_and_a_process_lesson() ->
     )
     outcome = Retrospective(llm).analyse(result)
     types = [d.error_type for d in outcome.drafts]
-    assert types == ["ValueError", "AssertionError", PROCESS_ERROR_TYPE]
+    # The summary's advice is the costliest failure's own lesson: no goal-keyed copy of it.
+    assert types == ["ValueError", "AssertionError"]
     summary = outcome.summary
     assert summary is not None and summary.passed and summary.rounds == 4
     assert summary.costliest.startswith("check_failed/AssertionError (2 of 4 rounds")
     assert summary.what_worked == "round 4: round to 2 places"
     assert summary.first_next_time.startswith("when parsing money columns")
-    process = outcome.drafts[-1]
-    assert process.fix == summary.first_next_time and process.status == "candidate"
-    assert "needed 4 rounds" in process.symptom
+    assert "keep the decimals of every amount" in summary.first_next_time
 
 
 def test_max_lessons_keeps_the_costliest_failures() -> None:
@@ -177,7 +174,7 @@ def test_max_lessons_keeps_the_costliest_failures() -> None:
         record(3, candidate(GOOD + "\ntotal = int(total)"), WRONG_TOTAL),
         record(4, candidate(GOOD), OK),
     )
-    cfg = RetroConfig(max_lessons=1, process_min_rounds=10)
+    cfg = RetroConfig(max_lessons=1)
     (draft,) = extract(result, llm=None, config=cfg)
     assert draft.error_type == "AssertionError"
 
@@ -304,7 +301,7 @@ def test_quoting_the_replaced_code_is_no_contradiction() -> None:
     assert outcome.fallbacks == () and outcome.drafts[0].fix.startswith("Do not call")
 
 
-def test_process_lesson_only_when_the_costliest_failure_was_verified() -> None:
+def test_the_summary_says_what_to_do_first_from_the_verified_advice() -> None:
     # Rounds 1-3 crash the same way, round 4 passes with a code change: verified, costliest.
     crash2, crash3 = CRASH + "\nx = 2", CRASH + "\nx = 3"
     verified_run = run(
@@ -315,10 +312,12 @@ def test_process_lesson_only_when_the_costliest_failure_was_verified() -> None:
     )
     when = analysis(applies_when="When amounts come from a CSV export.")
     outcome = Retrospective(ScriptedLLM.by_system({LESSON_SYS: [when]})).analyse(verified_run)
-    process = outcome.drafts[-1]
-    assert process.error_type == PROCESS_ERROR_TYPE
-    assert process.fix.startswith("when amounts come from a CSV export:")  # not "when When"
-    assert "verified change:" in process.fix
+    summary = outcome.summary
+    assert summary is not None and summary.costliest_verified
+    # "when amounts ...", not "when When amounts ..."
+    assert summary.first_next_time.startswith("when amounts come from a CSV export:")
+    assert "verified change:" in summary.first_next_time
+    assert [d.error_type for d in outcome.drafts] == ["ValueError"]
 
 
 def test_the_symptom_says_where_the_value_sits_in_the_input_rather_than_the_code_line() -> None:
