@@ -268,7 +268,9 @@ class _Run:
             stage=stage,
             limit=self.cfg.lesson_limit,
             token_budget=self.cfg.lesson_token_budget,
+            exclude=self.outranked,
         )
+        # Filtered again for a Recall that does not honour `exclude`.
         lessons = [s for s in self.agent.recall.recall(query) if s.lesson.id not in self.outranked]
         if lessons:
             ids = [s.lesson.id for s in lessons]

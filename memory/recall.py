@@ -67,6 +67,10 @@ little) and recency move a lesson past near-ties only. A lesson flagged for revi
 into failing runs, `memory.lift.flag`) loses as much as the worst lift. Age counts from
 `updated_at`, which a duplicate sighting refreshes.
 
+Exclusions (`LessonQuery.exclude`, the lessons a run saw mislead): never candidates, so they
+neither open a gate nor take a slot or the budget; a filter after recall would leave the run
+nothing where the next lesson would have fitted.
+
 Diversity and size: best first, a lesson is taken unless its root cause and fix repeat a
 taken one (`diversity_similarity`) or the rendered block would exceed the query's token
 budget. The best lesson is the exception to the budget: it is clipped to fit
@@ -336,7 +340,12 @@ class _Search:
 
     def candidates(self, ids: Sequence[str]) -> list[_Candidate]:
         """Those of `ids` above the cut that SQL still calls recallable in these scopes."""
-        above = [i for i in dict.fromkeys(ids) if self.similarity.get(i, -1.0) >= self.cut]
+        excluded = set(self.query.exclude)
+        above = [
+            i
+            for i in dict.fromkeys(ids)
+            if self.similarity.get(i, -1.0) >= self.cut and i not in excluded
+        ]
         loaded, flagged, types = _load(self.db, above)
         return [
             _Candidate(

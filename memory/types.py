@@ -122,6 +122,9 @@ class LessonQuery(BaseModel):
     # The task's data as it looks (e.g. each input file's first lines), each scored on its
     # own besides `text`: a lesson's similarity is its best over all (see memory.recall).
     surface: tuple[str, ...] = ()
+    # Lessons not to return (the loop's: those this run already saw mislead). They are left
+    # out before the gates, the ranking and the budget, so the next lessons take their place.
+    exclude: tuple[str, ...] = ()
 
 
 class ScoredLesson(BaseModel):

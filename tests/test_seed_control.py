@@ -103,6 +103,44 @@ def test_a_control_that_outranks_the_lessons_keeps_them_out_and_counts_them_misl
     assert {(u.stage, u.outcome) for u in memory.uses(lesson_id)} == {("seed", "outranked")}
 
 
+class _RankedRecall(_StoredLessonRecall):
+    """Hands out the best stored lesson the query does not exclude, as one that fills the
+    budget would be: one at a time."""
+
+    def __init__(self, memory: Memory, ranked: Sequence[str]) -> None:
+        super().__init__(memory, ranked[0])
+        self.ranked, self.queries = list(ranked), list[LessonQuery]()
+
+    def recall(self, query: LessonQuery) -> Sequence[ScoredLesson]:
+        self.queries.append(query)
+        left = [i for i in self.ranked if i not in query.exclude]
+        return [
+            ScoredLesson(lesson=self.memory.get(i), similarity=0.8, score=0.8) for i in left[:1]
+        ]
+
+
+def test_after_the_control_outranks_a_lesson_the_next_one_takes_its_place(
+    tmp_path: Path, memory: Memory
+) -> None:
+    misleading = _lesson(memory)
+    other = "strip the currency sign before float()"
+    added = memory.add(
+        LessonDraft(
+            error_type="ValueError", symptom="'$5' in amounts", root_cause="a sign", fix=other
+        )
+    )
+    assert added.lesson is not None
+    recall = _RankedRecall(memory, [misleading, added.lesson.id])
+    llm = ScriptedLLM.by_system({GEN: [code(CRASH), code(WRONG)], REFINE: [fix(GOOD)]})
+    result = _agent(llm, recall).run(make_task(tmp_path), run_id="r3")
+    assert result.outranked_lesson_ids == (misleading,)
+    seed, reflection = recall.queries
+    assert seed.exclude == () and reflection.exclude == (misleading,)
+    # The reflection was not left empty-handed: the next lesson reached the refiner.
+    refiner = next(c.messages[-1].content for c in llm.calls if REFINE in c.system)
+    assert other in refiner and ADVICE not in refiner
+
+
 def test_a_control_that_passes_makes_round_one_pass(tmp_path: Path, memory: Memory) -> None:
     lesson_id = _lesson(memory)
     llm = ScriptedLLM.by_system({GEN: [code(WRONG), code(GOOD)]})

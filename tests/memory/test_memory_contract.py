@@ -214,6 +214,27 @@ def test_token_budget_and_limit(store: Memory) -> None:
     assert len(store.recall(q.model_copy(update={"limit": 3, "token_budget": 10_000}))) == 3
 
 
+def test_an_excluded_lesson_gives_its_place_and_budget_to_the_next(store: Memory) -> None:
+    for n in range(3):
+        store.add(
+            LessonDraft(
+                error_type="runtime_error",
+                symptom=f"shared words overflow kilo{n}",
+                root_cause=f"shared words overflow lima{n}",
+                fix=f"mike{n} " * 10,
+            )
+        )
+    q = LessonQuery(text="shared words overflow", limit=1, min_similarity=0.1)
+    ranked = [s.lesson.id for s in store.recall(q.model_copy(update={"limit": 3}))]
+    assert len(ranked) == 3
+    # One lesson's room: without the best, the second fills it (not an empty answer).
+    (second,) = store.recall(q.model_copy(update={"exclude": (ranked[0],)}))
+    assert second.lesson.id == ranked[1]
+    left = store.recall(q.model_copy(update={"limit": 3, "exclude": tuple(ranked[:2])}))
+    assert [s.lesson.id for s in left] == [ranked[2]]
+    assert store.recall(q.model_copy(update={"exclude": tuple(ranked)})) == []
+
+
 def test_near_copies_are_diversified(store: Memory) -> None:
     # Same root cause and fix under another error type: not a dedup (types differ), but one
     # of them is enough in a prompt.
