@@ -69,6 +69,22 @@ def test_recall_stays_in_its_scope(tools: LessonTools) -> None:
     assert tools.search_lessons("other-project", text="currency").lessons == ()
 
 
+def test_recall_leaves_out_what_did_not_help_and_gives_the_next(tools: LessonTools) -> None:
+    euro = {
+        "error_type": "ValueError",
+        "symptom": "float() fails on '€ 1.299,99' amounts",
+        "root_cause": "European exports write a decimal comma and dots between thousands",
+        "fix": "remove the dots, turn the decimal comma into a point, then float()",
+    }
+    for lesson in (CURRENCY, euro):
+        assert tools.record_lesson("billing", **lesson).action == "created"
+    query = "float fails on '$1,299.99' amounts"
+    (best,) = tools.recall_lessons(query, "billing", limit=1).lesson_ids
+    (nxt,) = tools.recall_lessons(query, "billing", limit=1, exclude=[best]).lesson_ids
+    assert nxt != best
+    assert tools.recall_lessons(query, "billing", exclude=[best, nxt]).lesson_ids == ()
+
+
 def test_recall_into_a_run_guards_against_relearning_it(tools: LessonTools) -> None:
     tools.record_lesson("billing", **CURRENCY)
     run = tools.start_run("billing", goal="sum the invoices")

@@ -134,6 +134,14 @@ def build_server(tools: LessonTools) -> MCPServer:
             bool, Field(description="Also recall lessons of the shared 'global' scope.")
         ] = False,
         run_id: RunId = None,
+        exclude: Annotated[
+            list[str] | None,
+            Field(
+                max_length=200,
+                description="Lesson ids not to give again (they did not help): the next "
+                "lessons take their place.",
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, RecallAnswer]:
         """Lessons from past tasks that match this task or error, as a block for a prompt."""
         with _tool_errors():
@@ -145,6 +153,7 @@ def build_server(tools: LessonTools) -> MCPServer:
                 token_budget=token_budget,
                 include_global=include_global,
                 run_id=run_id,
+                exclude=exclude or (),
             )
         return _recall_result(answer)
 

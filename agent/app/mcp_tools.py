@@ -217,8 +217,10 @@ class LessonTools:
         token_budget: int = 300,
         include_global: bool = False,
         run_id: str | None = None,
+        exclude: Sequence[str] = (),
     ) -> RecallAnswer:
-        """Lessons for a task or an error, as the loop recalls them, rendered as its block."""
+        """Lessons for a task or an error, as the loop recalls them, rendered as its block;
+        `exclude`: ids not to give again (they did not help), so the next ones take their place."""
         query = LessonQuery(
             text=text,
             scope=scope,
@@ -229,6 +231,7 @@ class LessonTools:
             limit=limit,
             token_budget=token_budget,
             include_global=include_global,
+            exclude=tuple(exclude),
         )
         with self._lock:
             if run_id is not None:
