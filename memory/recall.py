@@ -282,8 +282,13 @@ class _Search:
         self.marks = data_marks(match_text(query.text)) if gated else frozenset()
 
     def recallable(self, error_types: Sequence[str] = ()) -> dict[str, list[str]]:
-        """The recallable lessons of the searched scopes (of these types, if any), by scope."""
-        return queries.ids_by_scope(self.db, self.scopes, RECALLABLE, error_types)
+        """The recallable lessons of the searched scopes (of these types, if any), by scope,
+        but the query's exclusions: they would crowd the fallback searches' pools again."""
+        found = queries.ids_by_scope(self.db, self.scopes, RECALLABLE, error_types)
+        if not self.query.exclude:
+            return found
+        excluded = set(self.query.exclude)
+        return {scope: [i for i in ids if i not in excluded] for scope, ids in found.items()}
 
     def nearest(self, n: int, only: dict[str, list[str]] | None = None) -> list[Hit]:
         """Vector neighbours (of any view, among `only`'s ids if given); their similarities

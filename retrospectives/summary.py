@@ -59,7 +59,7 @@ class ProcessSummary(BaseModel):
     first_next_time: str
 
     def render(self) -> str:
-        """A few lines for the CLI and the run log."""
+        """A few lines for the CLI (`lessonloop run`)."""
         lines = [
             f"{self.rounds} rounds, {'passed' if self.passed else 'not solved'}",
             f"cost the most rounds: {self.costliest}",

@@ -164,6 +164,17 @@ def test_stdio_tools_end_to_end(tmp_path: Path) -> None:
             assert other["lesson_id"] not in found["lesson_ids"]
             assert secret["lesson_id"] in found["lesson_ids"]
             assert _text(hits).startswith("Past experience")
+            # What did not help is left out: the next lessons take its place.
+            rest = await call(
+                s,
+                "recall_lessons",
+                text=BOM["symptom"],
+                scope="billing",
+                limit=5,
+                exclude=[secret["lesson_id"]],
+            )
+            assert secret["lesson_id"] not in rest["lesson_ids"]
+            assert set(rest["lesson_ids"]) == set(found["lesson_ids"]) - {secret["lesson_id"]}
 
             # A run of an assistant with its own loop: recall, fail, then succeed.
             base = await call(s, "start_run", scope="billing", goal="sum invoices, no lessons")

@@ -83,6 +83,14 @@ def test_recall_leaves_out_what_did_not_help_and_gives_the_next(tools: LessonToo
     (nxt,) = tools.recall_lessons(query, "billing", limit=1, exclude=[best]).lesson_ids
     assert nxt != best
     assert tools.recall_lessons(query, "billing", exclude=[best, nxt]).lesson_ids == ()
+    # In a run: the one left out counts against itself, even though the run passed.
+    run = tools.start_run("billing").run_id
+    assert tools.recall_lessons(query, "billing", limit=1, run_id=run).lesson_ids == (best,)
+    tools.recall_lessons(query, "billing", limit=1, run_id=run, exclude=[best])
+    tools.report_outcome(run, [], passed=True, misled_ids=[best])
+    assert [
+        (tools.get_lesson(i).lesson.helped, tools.get_lesson(i).lesson.misled) for i in (best, nxt)
+    ] == [(0, 1), (1, 0)]
 
 
 def test_recall_into_a_run_guards_against_relearning_it(tools: LessonTools) -> None:

@@ -135,11 +135,12 @@ def build_server(tools: LessonTools) -> MCPServer:
         ] = False,
         run_id: RunId = None,
         exclude: Annotated[
-            list[str] | None,
+            list[LessonId] | None,
             Field(
                 max_length=200,
                 description="Lesson ids not to give again (they did not help): the next "
-                "lessons take their place.",
+                "lessons take their place. Count them against the lessons with report_outcome's "
+                "misled_ids.",
             ),
         ] = None,
     ) -> Annotated[CallToolResult, RecallAnswer]:
@@ -231,10 +232,19 @@ def build_server(tools: LessonTools) -> MCPServer:
             Field(max_length=200, description="Lessons you used (recalled ones count already)"),
         ],
         passed: Annotated[bool, Field(description="Whether the task finally succeeded")],
+        misled_ids: Annotated[
+            list[LessonId] | None,
+            Field(
+                max_length=200,
+                description="Lessons given to this run that made it worse: misled even if "
+                "it passed",
+            ),
+        ] = None,
     ) -> OutcomeAnswer:
-        """Close a run once: its lessons are counted as helped (passed) or misled (failed)."""
+        """Close a run once: its lessons are counted as helped (passed) or misled (failed;
+        and misled_ids whatever the outcome)."""
         with _tool_errors():
-            return tools.report_outcome(run_id, lesson_ids, passed)
+            return tools.report_outcome(run_id, lesson_ids, passed, misled_ids=misled_ids or ())
 
     @server.tool(annotations=read_only)
     def get_lesson(lesson_id: LessonId) -> LessonDetail:

@@ -220,7 +220,8 @@ class LessonTools:
         exclude: Sequence[str] = (),
     ) -> RecallAnswer:
         """Lessons for a task or an error, as the loop recalls them, rendered as its block;
-        `exclude`: ids not to give again (they did not help), so the next ones take their place."""
+        `exclude`: ids not to give again (they did not help), so the next ones take their place
+        (count them against the lessons with `report_outcome(..., misled_ids=...)`)."""
         query = LessonQuery(
             text=text,
             scope=scope,
@@ -340,11 +341,19 @@ class LessonTools:
             run = self.memory.record_run(run_id, task_id=task_id, goal=goal, scope=scope)
         return RunAnswer(run_id=run.id, scope=run.scope)
 
-    def report_outcome(self, run_id: str, lesson_ids: Sequence[str], passed: bool) -> OutcomeAnswer:
-        """Close a run: the lessons it used (and those recalled into it) helped or misled."""
+    def report_outcome(
+        self,
+        run_id: str,
+        lesson_ids: Sequence[str],
+        passed: bool,
+        *,
+        misled_ids: Sequence[str] = (),
+    ) -> OutcomeAnswer:
+        """Close a run: the lessons it used (and those recalled into it) helped or misled;
+        `misled_ids` (given to the run, found to make it worse) misled whatever the outcome."""
         with self._lock:
             run = self._run(run_id, open_only=True)
-            wanted = list(dict.fromkeys(lesson_ids))
+            wanted = list(dict.fromkeys([*lesson_ids, *misled_ids]))
             allowed = scopes_of(LessonQuery(text="", scope=run.scope, include_global=True))
             for lesson_id in wanted:
                 lesson = self.memory.get(lesson_id)
@@ -356,7 +365,7 @@ class LessonTools:
             # "seed": what the assistant brought to the task; reporting a lesson recall
             # already recorded for this run counts once.
             self.memory.report_use(run_id, "seed", wanted)
-            done = self.memory.finish_run(run_id, passed)
+            done = self.memory.finish_run(run_id, passed, misled_ids=misled_ids)
             lessons = tuple(LessonView.of(self.memory.get(i)) for i in done.recalled_lesson_ids)
         return OutcomeAnswer(run_id=run_id, passed=passed, lessons=lessons)
 

@@ -176,3 +176,30 @@ def test_status_changes_write_nothing_to_the_index(spec: StoreSpec) -> None:
         assert faults.index_metadata(store, ids) == before
         assert store.check().clean
         assert [s.lesson.id for s in store.recall(LessonQuery(text="alpha0 bravo0"))] == [ids[0]]
+
+
+# Exclusions (LessonQuery.exclude) must not crowd the fallbacks' searches either.
+def test_excluded_lessons_filling_the_pool_do_not_hide_the_next(spec: StoreSpec) -> None:
+    store = spec.open(MarkerEmbedder(), min_similarity=0.5)
+    store.recall_config = replace(store.recall_config, candidate_pool=1)
+    try:
+        crowd = [_add(store, f"nearby crowd{n} shows up", n) for n in range(5)]
+        kept = _add(store, "further lesson stays recallable", 9)
+        q = LessonQuery(text="askme", limit=1, exclude=tuple(crowd))
+        assert [s.lesson.id for s in store.recall(q)] == [kept]
+    finally:
+        store.close()
+
+
+def test_an_excluded_typed_lesson_does_not_close_the_gate_on_the_next(spec: StoreSpec) -> None:
+    store = spec.open(MarkerEmbedder(), min_similarity=0.5)
+    store.recall_config = replace(store.recall_config, candidate_pool=1)
+    try:
+        for n in range(5):
+            _add(store, f"nearby crowd{n} shows up", n)
+        keys = [_add(store, f"further key{n} lesson", 10 + n, "KeyError") for n in range(2)]
+        for gone in keys:
+            q = LessonQuery(text="askme", limit=1, error_types=("KeyError",), exclude=(gone,))
+            assert len(store.recall(q)) == 1, gone
+    finally:
+        store.close()
