@@ -90,12 +90,12 @@ def test_the_type_gate_sees_only_lessons_that_fit_the_data() -> None:
 
 
 def test_the_stages_gated_are_the_store_s_choice() -> None:
-    """Task starts are not gated by default; a store may gate them too."""
-    with Memory.in_memory(FlatEmbedder(), min_similarity=0.4) as memory:
+    """Task starts are gated by default, like reflections; a store may gate reflections only."""
+    reflection_only = {"data_gate": ("reflection",)}
+    with Memory.in_memory(FlatEmbedder(), min_similarity=0.4, **reflection_only) as memory:  # type: ignore[arg-type]
         memory.add_many([MONEY, HEADER])
         assert len(_recall(memory, DOLLARS, stage="seed")) == 2
-    gate_both = {"data_gate": ("seed", "reflection")}
-    with Memory.in_memory(FlatEmbedder(), min_similarity=0.4, **gate_both) as memory:  # type: ignore[arg-type]
+    with Memory.in_memory(FlatEmbedder(), min_similarity=0.4) as memory:
         memory.add_many([MONEY, HEADER])
         assert _recall(memory, DOLLARS, stage="seed") == [MONEY.root_cause]
         # A query with its own cut (a person searching) is never gated.
