@@ -318,6 +318,12 @@ def test_the_summary_says_what_to_do_first_from_the_verified_advice() -> None:
     assert summary.first_next_time.startswith("when amounts come from a CSV export:")
     assert "verified change:" in summary.first_next_time
     assert [d.error_type for d in outcome.drafts] == ["ValueError"]
+    # The model's sentence case does not leak into the middle of the line.
+    for written, shown in (("Functions that parse money.", "when functions that parse money:"),
+                           ("CSV exports from Excel", "when CSV exports from Excel:")):  # fmt: skip
+        llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(applies_when=written)]})
+        summary = Retrospective(llm).analyse(verified_run).summary
+        assert summary is not None and summary.first_next_time.startswith(shown)
 
 
 def test_the_symptom_says_where_the_value_sits_in_the_input_rather_than_the_code_line() -> None:
