@@ -185,9 +185,9 @@ def test_flagged_lesson_ranks_below_an_equally_similar_one(store: Memory) -> Non
         assert store.clear_review_flag(flagged.id)
 
 
-def test_token_budget_and_limit(store: Memory) -> None:
-    # Five lessons that all match the query equally well.
-    for n in range(5):
+def _add_alike(store: Memory, count: int) -> None:
+    """`count` lessons that all match "shared words overflow" equally well."""
+    for n in range(count):
         store.add(
             LessonDraft(
                 error_type="runtime_error",
@@ -196,6 +196,10 @@ def test_token_budget_and_limit(store: Memory) -> None:
                 fix=f"mike{n} " * 10,
             )
         )
+
+
+def test_token_budget_and_limit(store: Memory) -> None:
+    _add_alike(store, 5)
     q = LessonQuery(text="shared words overflow", limit=5, min_similarity=0.1)
     everything = store.recall(q.model_copy(update={"token_budget": 10_000}))
     assert len(everything) == 5
@@ -215,20 +219,16 @@ def test_token_budget_and_limit(store: Memory) -> None:
 
 
 def test_an_excluded_lesson_gives_its_place_and_budget_to_the_next(store: Memory) -> None:
-    for n in range(3):
-        store.add(
-            LessonDraft(
-                error_type="runtime_error",
-                symptom=f"shared words overflow kilo{n}",
-                root_cause=f"shared words overflow lima{n}",
-                fix=f"mike{n} " * 10,
-            )
-        )
+    _add_alike(store, 3)
     q = LessonQuery(text="shared words overflow", limit=1, min_similarity=0.1)
-    ranked = [s.lesson.id for s in store.recall(q.model_copy(update={"limit": 3}))]
+    everything = store.recall(q.model_copy(update={"limit": 3, "token_budget": 10_000}))
+    ranked = [s.lesson.id for s in everything]
     assert len(ranked) == 3
     # One lesson's room: without the best, the second fills it (not an empty answer).
-    (second,) = store.recall(q.model_copy(update={"exclude": (ranked[0],)}))
+    one_block = len(render_lessons(everything[:1])) // 4 + 1
+    room = q.model_copy(update={"limit": 3, "token_budget": one_block})
+    assert [s.lesson.id for s in store.recall(room)] == ranked[:1]
+    (second,) = store.recall(room.model_copy(update={"exclude": (ranked[0],)}))
     assert second.lesson.id == ranked[1]
     left = store.recall(q.model_copy(update={"limit": 3, "exclude": tuple(ranked[:2])}))
     assert [s.lesson.id for s in left] == [ranked[2]]
