@@ -90,13 +90,24 @@ def tokenize(text: str) -> list[str]:
 _DATA_SYMBOLS = frozenset(_SYMBOLS) | {"ufeff"}
 
 
-def data_marks(text: str) -> frozenset[str]:
+# A value quoted in prose ('a;b', not the "file's ... it's" of two apostrophes).
+_QUOTED_VALUE = re.compile(r"(?<!\w)'[^'\n]*'(?!\w)")
+_DELIMITERS = frozenset(";|")
+
+
+def data_marks(text: str, *, data: bool = True) -> frozenset[str]:
     """The data symbols `text` holds (`_TOKEN`'s currency signs, '%', ';', '|' and the BOM),
     plus "¤" for any currency: a lesson learned on '€ 414' applies to '$860.45'. Value
     shapes are not marks: a lesson learned on one date or decimal format applies to another
     (measured: with shapes, recall lost a tenth of its right first hits). Read by recall's
-    data gate (`memory.recall.fits_data`)."""
+    data gate (`memory.recall.fits_data`).
+
+    `data=False` for prose (a lesson's root cause, a goal): ';' and '|' count only inside a
+    quoted value there, since prose uses them as punctuation ("(+02:00, Z); mixing ...")."""
     marks = {t for t in tokenize(text) if t in _DATA_SYMBOLS}
+    if not data:
+        quoted = "".join(_QUOTED_VALUE.findall(text))
+        marks -= {d for d in _DELIMITERS if d not in quoted}
     if marks & _CURRENCY:
         marks.add("¤")
     return frozenset(marks)

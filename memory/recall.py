@@ -285,7 +285,7 @@ class _Search:
         self.similarity: dict[str, float] = {}
         # The data symbols the query quotes, at the stages the data gate applies to.
         gated = query.stage in data_gate and query.min_similarity is None
-        self.marks = data_marks(match_text(query.text)) if gated else frozenset()
+        self.marks = _query_marks(query) if gated else frozenset()
 
     def recallable(self, error_types: Sequence[str] = ()) -> dict[str, list[str]]:
         """The recallable lessons of the searched scopes (of these types, if any), by scope,
@@ -340,7 +340,7 @@ class _Search:
         """A candidate's data symbols; read only for a query the data gate applies to."""
         if not self.marks:
             return frozenset()
-        return data_marks(index_text(lesson.symptom, lesson.root_cause))
+        return data_marks(index_text(lesson.symptom, lesson.root_cause), data=False)
 
     def lexical_top(self, n: int) -> list[str]:
         """The `n` best BM25 matches, with their similarities fetched from the index."""
@@ -373,6 +373,17 @@ class _Search:
             for lesson, vec in [loaded[i]]
             if _still_fits(lesson, self.query)
         ]
+
+
+def _query_marks(query: LessonQuery) -> frozenset[str]:
+    """The data symbols a gated query holds. A task start is judged on its data alone (its
+    surface views: file heads and profile), not on its goal's words ('%Y-%m-%d', 'amounts
+    in $', a ';'), as `memory.seedgate` reads stated errors; a seed query without views (a
+    text sent through MCP) is not judged, as before task starts were gated."""
+    if query.stage == "seed":
+        views = [v for v in query.surface if v.strip()]
+        return data_marks(match_text("\n".join(views))) if views else frozenset()
+    return data_marks(match_text(query.text))
 
 
 def fits_data(marks: frozenset[str], candidate: _Candidate) -> bool:

@@ -92,8 +92,10 @@ def summarise(
         # The model's applies_when often starts with "When ...": not "when When ...".
         scene = top_advice.applies_when.rstrip(".")
         scene = scene[5:] if scene.lower().startswith("when ") else scene
-        if scene[:1].isupper() and scene[1:2].islower():  # "Functions ...", not "CSV ..."
-            scene = scene[0].lower() + scene[1:]
+        word = scene.split(maxsplit=1)[0] if scene.strip() else ""
+        # "Functions ..." and "A CSV ...", not "CSV ...", "I/O ..." or "I ...".
+        if word[1:] == word[1:].lower() and word != "I":
+            scene = scene[:1].lower() + scene[1:]
         first = f"when {scene}: {top_advice.fix}"
     else:
         first = f"check for {top.identity} before the first attempt"

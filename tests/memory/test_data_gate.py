@@ -90,14 +90,36 @@ def test_the_type_gate_sees_only_lessons_that_fit_the_data() -> None:
 
 
 def test_the_stages_gated_are_the_store_s_choice() -> None:
-    """Task starts are gated by default, like reflections; a store may gate reflections only."""
+    """Task starts (with their data as surface views) are gated by default, like
+    reflections; a store may gate reflections only."""
+    start = LessonQuery(text=f"ERR sum the amounts\n{DOLLARS}", scope="s", surface=(DOLLARS,))
     reflection_only = {"data_gate": ("reflection",)}
     with Memory.in_memory(FlatEmbedder(), min_similarity=0.4, **reflection_only) as memory:  # type: ignore[arg-type]
         memory.add_many([MONEY, HEADER])
-        assert len(_recall(memory, DOLLARS, stage="seed")) == 2
+        assert len(memory.recall(start)) == 2
     with Memory.in_memory(FlatEmbedder(), min_similarity=0.4) as memory:
         memory.add_many([MONEY, HEADER])
-        assert _recall(memory, DOLLARS, stage="seed") == [MONEY.root_cause]
-        # A query with its own cut (a person searching) is never gated.
-        query = LessonQuery(text=DOLLARS, scope="s", stage="seed", min_similarity=0.4)
-        assert len(memory.recall(query)) == 2
+        assert [h.lesson.root_cause for h in memory.recall(start)] == [MONEY.root_cause]
+        # A seed text without data views (an assistant's text through MCP) is not judged,
+        # nor is a query with its own cut (a person searching).
+        assert len(memory.recall(start.model_copy(update={"surface": ()}))) == 2
+        assert len(memory.recall(start.model_copy(update={"min_similarity": 0.4}))) == 2
+
+
+def test_prose_punctuation_and_a_goal_s_words_are_not_data() -> None:
+    """A root cause's ';' and a goal's strftime '%' are prose: the timestamp lesson reaches a
+    task start whose data quotes no symbol, and the '%' lesson is not let in by the goal."""
+    offsets = LessonDraft(scope="s", error_type="TypeError", symptom="ERR naive and aware",
+                          root_cause="offsets differ (+02:00, Z); renamed zones break it",
+                          fix="make every value aware")  # fmt: skip
+    percent = _lesson("could not convert string to float: '12.5%'", "a currency-like '%' sign")
+    head = "--- logins.csv ---\nuser,start\nana,2025-03-14T09:00:00+02:00"
+    goal = "ERR write each login's start as %Y-%m-%d to out.csv"
+    with Memory.in_memory(FlatEmbedder(), min_similarity=0.4) as memory:
+        memory.add_many([offsets, percent])
+        query = LessonQuery(text=f"{goal}\n{head}", scope="s", surface=(head,))
+        assert sorted(h.lesson.root_cause for h in memory.recall(query)) == sorted(
+            [offsets.root_cause, percent.root_cause]
+        )
+        assert data_marks("offsets (+02:00, Z); mixing", data=False) == frozenset()
+        assert data_marks("the file's header; it's 'id;qty'", data=False) == {";"}

@@ -320,7 +320,9 @@ def test_the_summary_says_what_to_do_first_from_the_verified_advice() -> None:
     assert [d.error_type for d in outcome.drafts] == ["ValueError"]
     # The model's sentence case does not leak into the middle of the line.
     for written, shown in (("Functions that parse money.", "when functions that parse money:"),
-                           ("CSV exports from Excel", "when CSV exports from Excel:")):  # fmt: skip
+                           ("CSV exports from Excel", "when CSV exports from Excel:"),
+                           ("A CSV export quotes amounts", "when a CSV export quotes amounts:"),
+                           ("I/O on a CSV fails", "when I/O on a CSV fails:")):  # fmt: skip
         llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(applies_when=written)]})
         summary = Retrospective(llm).analyse(verified_run).summary
         assert summary is not None and summary.first_next_time.startswith(shown)
