@@ -26,12 +26,13 @@ error type alone let another family's lesson through: on the 1.5B stream a '$' V
 the BOM task's lesson (cosine 0.56) and failed where the replay without it passed (README).
 Value shapes are not compared: a gate on them dropped right lessons learned on another date
 or decimal format (scripts/bench_recall.py: reflection hit@1 0.60 -> 0.50).
-At the seed stage (a task start: the goal, the heads of the input files and their profile)
-the gate was off until a learning stream showed the case: the currency task's start ('$' in
-its amounts) got the BOM task's lesson ('\\ufeffsku' in its symptom, cosine 0.43) and
-passed in round 2 as without memory, at 3,124 tokens instead of 2,012. Gated, that start
-gets nothing; on the trap tasks' starts (scripts/bench_recall.py) hit@1 went 0.65 -> 0.66
-with the same no-lesson rates.
+At the seed stage (a task start) the gate was off until a learning stream showed the case:
+the currency task's start ('$' in its amounts) got the BOM task's lesson ('\\ufeffsku' in its
+symptom, cosine 0.43) and passed in round 2 as without memory, at 3,124 tokens instead of
+2,012; gated, that start gets nothing. A start is judged on its data (`_query_marks`), and a
+lesson's ';' or '|' counts only inside a quoted value: a goal's '%Y-%m-%d' or a root cause's
+"...); mixing" is prose. On the trap tasks' starts (scripts/bench_recall.py) hit@1 stays
+0.65 with the same no-lesson rates.
 
 Surface views (`LessonQuery.surface`): the loop's task-start text is the goal plus the head
 of each input file and the data's profile (`agent.evidence.input_profile`: unusual headers,
