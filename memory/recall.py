@@ -18,21 +18,9 @@ cause shows up under several exceptions (a BOM is a KeyError in one program, a V
 JSONDecodeError in another). On the labelled set (scripts/bench_recall.py) a ranking boost for
 the query's types helped nothing, so the type gates and does not reorder.
 
-Data gate (`RecallConfig.data_gate`, both stages by default): a lesson whose symptom
-or root cause holds a data symbol (a currency sign, '%', ';', '|', a BOM: the symbols
-`memory.lexical` keeps as tokens) is recalled for a query that holds data symbols only when
-they share one (any two currencies count as one); a side holding none is not judged by it. The
-error type alone let another family's lesson through: on the 1.5B stream a '$' ValueError got
-the BOM task's lesson (cosine 0.56) and failed where the replay without it passed (README).
-Value shapes are not compared: a gate on them dropped right lessons learned on another date
-or decimal format (scripts/bench_recall.py: reflection hit@1 0.60 -> 0.50).
-At the seed stage (a task start) the gate was off until a learning stream showed the case:
-the currency task's start ('$' in its amounts) got the BOM task's lesson ('\\ufeffsku' in its
-symptom, cosine 0.43) and passed in round 2 as without memory, at 3,124 tokens instead of
-2,012; gated, that start gets nothing. A start is judged on its data (`_query_marks`), and a
-lesson's ';' or '|' counts only inside a quoted value: a goal's '%Y-%m-%d' or a root cause's
-"...); mixing" is prose. On the trap tasks' starts (scripts/bench_recall.py) hit@1 stays
-0.65 with the same no-lesson rates.
+Data gate (`memory.datagate`, `RecallConfig.data_gate`, both stages by default): a lesson
+quoting data symbols (a currency sign, '%', ';', '|', a BOM) reaches a query whose data quotes
+other ones no more; see that module for the rule and its measurements.
 
 Surface views (`LessonQuery.surface`): the loop's task-start text is the goal plus the head
 of each input file and the data's profile (`agent.evidence.input_profile`: unusual headers,
@@ -97,11 +85,12 @@ import numpy as np
 from sqlmodel import col, select
 
 from memory import queries
+from memory.datagate import fits, lesson_marks, query_marks
 from memory.db import Database
-from memory.dedup import Vector, cosine, index_text, unpack
+from memory.dedup import Vector, cosine, unpack
 from memory.embeddings import Embedder
 from memory.index import Hit, LessonIndex
-from memory.lexical import RECALLABLE, LexicalIndex, data_marks
+from memory.lexical import RECALLABLE, LexicalIndex
 from memory.matchtext import match_text
 from memory.render import estimate_tokens, render_lessons
 from memory.schema import LessonRow, ReviewRow, to_lesson, utcnow
@@ -149,7 +138,7 @@ class _Candidate:
     # Its error type and those of the lessons merged into it (consolidation merges one root
     # cause across error types): what the error-type gate looks at.
     types: frozenset[str] = frozenset()
-    # The data symbols its symptom and root cause quote (`memory.lexical.data_marks`).
+    # The data symbols its symptom and root cause quote (`memory.datagate.lesson_marks`).
     marks: frozenset[str] = frozenset()
 
 
@@ -286,7 +275,7 @@ class _Search:
         self.similarity: dict[str, float] = {}
         # The data symbols the query quotes, at the stages the data gate applies to.
         gated = query.stage in data_gate and query.min_similarity is None
-        self.marks = _query_marks(query) if gated else frozenset()
+        self.marks = query_marks(query) if gated else frozenset()
 
     def recallable(self, error_types: Sequence[str] = ()) -> dict[str, list[str]]:
         """The recallable lessons of the searched scopes (of these types, if any), by scope,
@@ -339,9 +328,7 @@ class _Search:
 
     def _marks(self, lesson: Lesson) -> frozenset[str]:
         """A candidate's data symbols; read only for a query the data gate applies to."""
-        if not self.marks:
-            return frozenset()
-        return data_marks(index_text(lesson.symptom, lesson.root_cause), data=False)
+        return lesson_marks(lesson) if self.marks else frozenset()
 
     def lexical_top(self, n: int) -> list[str]:
         """The `n` best BM25 matches, with their similarities fetched from the index."""
@@ -376,24 +363,6 @@ class _Search:
         ]
 
 
-def _query_marks(query: LessonQuery) -> frozenset[str]:
-    """The data symbols a gated query holds. A task start is judged on its data alone (its
-    surface views: file heads and profile), not on its goal's words ('%Y-%m-%d', 'amounts
-    in $', a ';'), as `memory.seedgate` reads stated errors; a seed query without views (a
-    text sent through MCP) is not judged, as before task starts were gated."""
-    if query.stage == "seed":
-        views = [v for v in query.surface if v.strip()]
-        return data_marks(match_text("\n".join(views))) if views else frozenset()
-    return data_marks(match_text(query.text))
-
-
-def fits_data(marks: frozenset[str], candidate: _Candidate) -> bool:
-    """The data gate: a lesson whose text holds a data symbol (a currency sign, '%', ';',
-    '|', a BOM) fits a query that holds one only when they share one (any two currencies
-    count as shared); either side holding none fits."""
-    return not marks or not candidate.marks or bool(marks & candidate.marks)
-
-
 def _gather(search: _Search, pool: int, limit: int) -> list[_Candidate]:
     """Vector and lexical candidates above the cut (see the module docstring)."""
     hits = search.nearest(pool)
@@ -407,12 +376,12 @@ def _gather(search: _Search, pool: int, limit: int) -> list[_Candidate]:
         # short).
         hits = search.nearest(pool, search.recallable())
         found = search.candidates([c.lesson.id for c in found] + [h.lesson_id for h in hits])
-    found = [c for c in found if fits_data(search.marks, c)]
+    found = [c for c in found if fits(search.marks, c.marks)]
     types = search.types
     if types and not any(c.types & types for c in found) and saturated:
         typed = search.nearest(limit, search.recallable(sorted(types)))
         found = search.candidates([c.lesson.id for c in found] + [h.lesson_id for h in typed])
-        found = [c for c in found if fits_data(search.marks, c)]
+        found = [c for c in found if fits(search.marks, c.marks)]
     if types and not any(c.types & types for c in found):
         return []  # memory has not seen this kind of failure
     return found

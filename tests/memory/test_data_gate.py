@@ -1,4 +1,4 @@
-"""Recall's data gate (memory.recall.fits_data, memory.lexical.data_marks) on a real in-memory
+"""Recall's data gate (memory.datagate, memory.lexical.data_marks) on a real in-memory
 store, with an embedder that puts every lesson at the same cosine: only the data decides."""
 
 from __future__ import annotations
