@@ -100,10 +100,10 @@ def data_marks(text: str, *, data: bool = True) -> frozenset[str]:
     plus "¤" for any currency: a lesson learned on '€ 414' applies to '$860.45'. Value
     shapes are not marks: a lesson learned on one date or decimal format applies to another
     (measured: with shapes, recall lost a tenth of its right first hits). Read by recall's
-    data gate (`memory.recall.fits_data`).
+    data gate (`memory.datagate`).
 
-    `data=False` for prose (a lesson's root cause, a goal): ';' and '|' count only inside a
-    quoted value there, since prose uses them as punctuation ("(+02:00, Z); mixing ...")."""
+    `data=False` for prose (a lesson's symptom and root cause): ';' and '|' count only inside
+    a quoted value there, since prose uses them as punctuation ("(+02:00, Z); mixing ...")."""
     marks = {t for t in tokenize(text) if t in _DATA_SYMBOLS}
     if not data:
         quoted = "".join(_QUOTED_VALUE.findall(text))

@@ -92,7 +92,7 @@ def summarise(
         # The model's applies_when often starts with "When ...": not "when When ...".
         scene = top_advice.applies_when.rstrip(".")
         scene = scene[5:] if scene.lower().startswith("when ") else scene
-        word = scene.split(maxsplit=1)[0] if scene.strip() else ""
+        word = (scene.split(maxsplit=1) or [""])[0]
         # "Functions ..." and "A CSV ...", not "CSV ...", "I/O ..." or "I ...".
         if word[1:] == word[1:].lower() and word != "I":
             scene = scene[:1].lower() + scene[1:]
