@@ -1,8 +1,8 @@
 """Curation behind `lessonloop lessons`: store-wide counts and the status changes people make.
 
-Status changes a person may make (`approve`, `deprecate`); everything else is refused with a
-`TransitionError` that says why. Merged lessons change only through consolidation and its
-undo, so the merge record stays the one way back.
+Status changes a person may make (`approve`, `deprecate`, `restore`); everything else is
+refused with a `TransitionError` that says why. Merged lessons change only through
+consolidation and its undo, so the merge record stays the one way back.
 """
 
 from __future__ import annotations
@@ -83,6 +83,7 @@ def lesson_stats(memory: Memory, *, top: int = 5) -> LessonStats:
 _FROM: dict[LessonStatus, tuple[LessonStatus, ...]] = {
     "validated": ("candidate",),
     "deprecated": ("candidate", "validated"),
+    "candidate": ("deprecated",),
 }
 
 
@@ -112,3 +113,11 @@ def approve(memory: Memory, lesson_id: str) -> Lesson:
 def deprecate(memory: Memory, lesson_id: str) -> Lesson:
     """candidate or validated -> deprecated (never recalled again); else `TransitionError`."""
     return _transition(memory, lesson_id, "deprecated", "deprecate")
+
+
+def restore(memory: Memory, lesson_id: str) -> Lesson:
+    """deprecated -> candidate (recalled again), else `TransitionError`. It answers the
+    review flag a run that learned the lesson again raised, so that flag is cleared."""
+    lesson = _transition(memory, lesson_id, "candidate", "restore")
+    memory.clear_review_flag(lesson_id)
+    return lesson

@@ -27,6 +27,7 @@ from memory.redact import redact_draft
 from memory.schema import (
     INDEX_PENDING,
     LessonRow,
+    ReviewRow,
     RunRow,
     evidence_json,
     lesson_from,
@@ -85,6 +86,25 @@ def _with_run_evidence(draft: LessonDraft, run_id: str | None) -> LessonDraft:
     if run_id is None or any(e.run_id == run_id for e in draft.evidence):
         return draft
     return draft.model_copy(update={"evidence": (*draft.evidence, Evidence(run_id=run_id))})
+
+
+def _flag_relearned(session: Session, row: LessonRow, draft: LessonDraft) -> None:
+    """A run learned a deprecated lesson again: it stays deprecated (a person retired it),
+    and the review queue says so, so that advice relearned after all is not lost unseen.
+
+    The flag's reason is rewritten on every sighting (the newest run and the count)."""
+    runs = sorted({e.run_id for e in draft.evidence if e.run_id})
+    by = f" by run {', '.join(runs)}" if runs else ""
+    reason = (
+        f"deprecated, but learned again{by} (seen {row.seen} times): "
+        f"restore it (`lessonloop lessons restore {row.id}`) if its advice is right"
+    )
+    flag = session.get(ReviewRow, row.id, with_for_update=True)
+    if flag is None:
+        session.add(ReviewRow(lesson_id=row.id, reason=reason, flagged_at=utcnow()))
+    else:
+        flag.reason = reason
+        session.add(flag)
 
 
 def _merge_evidence(old: list[dict[str, str]], new: Sequence[Evidence]) -> list[dict[str, str]]:
@@ -244,11 +264,10 @@ class LessonWriter:
             reason = (
                 f"same root cause and fix as {match.lesson_id} (similarity {match.similarity:.3f})"
             )
-            return AddResult(
-                lesson=self._seen_again(session, match.lesson_id, p.draft, batch),
-                action="merged_duplicate",
-                reason=reason,
-            )
+            lesson = self._seen_again(session, match.lesson_id, p.draft, batch)
+            if lesson.status == "deprecated":
+                reason += "; it is deprecated: flagged for review (relearned)"
+            return AddResult(lesson=lesson, action="merged_duplicate", reason=reason)
         now = utcnow()
         d = p.draft
         values: _Values = {
@@ -308,6 +327,8 @@ class LessonWriter:
         row.evidence = _merge_evidence(row.evidence or [], draft.evidence)
         row.updated_at = utcnow()
         session.add(row)
+        if row.status == "deprecated":
+            _flag_relearned(session, row, draft)
         return to_lesson(row)
 
     @staticmethod

@@ -204,6 +204,19 @@ def test_search_by_meaning(seeded: Path) -> None:
     assert BOM in text and "1. 0." in text
     none = cli(seeded, "lessons", "search", "the moon is made of cheese", "--scope", "proj")
     assert "no lesson in scope 'proj'" in none.stdout
+    # The empty answer names the gates recall applied, and how to see past them.
+    moon = " ".join(cli(seeded, "lessons", "search", "the moon is made of cheese").stdout.split())
+    assert "passed recall's gates (the best must reach similarity 0." in moon
+    assert "--min-similarity 0 lifts them" in moon
+    stated = cli(seeded, "lessons", "search", "the moon is made of cheese\nKeyError: 'moon'")
+    assert "one of type KeyError, runtime_error must pass that cut" in " ".join(
+        stated.stdout.split()
+    )
+    nearest = as_json(seeded, "lessons", "search", "the moon is made of cheese",
+                      "--min-similarity", "0")  # fmt: skip
+    assert isinstance(nearest, list) and nearest
+    cut = cli(seeded, "lessons", "search", "the moon", "--min-similarity", "0.99").stdout
+    assert "no lesson in scope 'default' has similarity >= 0.99" in cut
 
 
 def test_search_error_type_is_a_filter(seeded: Path) -> None:
@@ -279,6 +292,10 @@ def test_approve_and_deprecate_transitions(store: Path) -> None:
     assert isinstance(page, dict) and {x["id"] for x in page["items"]} == {OLD, BOM}
     hits = as_json(store, "lessons", "search", "KeyError reading the first CSV column")
     assert isinstance(hits, list) and BOM not in [h["lesson"]["id"] for h in hits]
+    assert "is now candidate" in cli(store, "lessons", "restore", BOM).stdout
+    hits = as_json(store, "lessons", "search", "KeyError reading the first CSV column")
+    assert isinstance(hits, list) and BOM in [h["lesson"]["id"] for h in hits]
+    assert "only deprecated" in cli(store, "lessons", "restore", CURRENCY, code=1).stderr
 
 
 def test_edit_reembeds(store: Path) -> None:

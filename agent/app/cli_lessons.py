@@ -7,6 +7,7 @@ Parses, calls the public memory API (`Memory`, `memory.export`, `memory.curate`,
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -29,7 +30,9 @@ from agent.app.cli_memory import (
     status_text,
     when,
 )
-from memory import LessonLift, curate, export, seed
+from memory import LessonLift, Memory, curate, export, seed
+from memory.recall import RecallConfig
+from memory.seedgate import gate_types, seed_gate
 from memory.types import Lesson, LessonFilter, LessonQuery, LessonSort, LessonUse, Page
 
 # A person searching wants every similar lesson up to --limit, not the prompt's token budget.
@@ -195,15 +198,30 @@ def search(
         hits = memory.recall(query)
         if types:
             hits = [h for h in hits if h.lesson.error_type in types][:limit]
-        cut = min_similarity if min_similarity is not None else memory.recall_config.min_similarity
+        config = memory.recall_config
     if as_json:
         print_json([h.model_dump(mode="json") for h in hits])
         return
     if not hits:
-        out.print(f"no lesson in scope {scope!r} has similarity >= {cut:.2f}")
+        out.print(_why_empty(query, config))
         return
     for rank, hit in enumerate(hits, start=1):
         print_lesson_line(hit.lesson, f"{rank:>2}. {hit.similarity:.3f} (score {hit.score:.3f})  ")
+
+
+def _why_empty(query: LessonQuery, config: RecallConfig) -> str:
+    """What `lessons search` answers when recall found nothing: the gates it applied."""
+    where = f"no lesson in scope {query.scope!r}" + (" or 'global'" if query.include_global else "")
+    if query.min_similarity is not None:
+        return f"{where} has similarity >= {query.min_similarity:.2f}"
+    gates = [f"the best must reach similarity {seed_gate(config):.2f}"]
+    types = gate_types(query, stated=config.seed_stated_types)
+    if types:
+        gates.append(f"one of type {', '.join(sorted(types))} must pass that cut")
+    return (
+        f"{where} passed recall's gates ({'; '.join(gates)}); "
+        "--min-similarity 0 lifts them and shows the nearest lessons"
+    )
 
 
 @lessons_app.command("export")
@@ -382,9 +400,10 @@ def edit(
         print_lesson(lesson)
 
 
-def _set_status(ctx: typer.Context, lesson_id: str, as_json: bool, approve: bool) -> None:
+def _set_status(
+    ctx: typer.Context, lesson_id: str, as_json: bool, change: Callable[[Memory, str], Lesson]
+) -> None:
     with open_store(ctx) as memory:
-        change = curate.approve if approve else curate.deprecate
         lesson = change(memory, lesson_id)
     if as_json:
         print_json(lesson.model_dump(mode="json"))
@@ -395,10 +414,17 @@ def _set_status(ctx: typer.Context, lesson_id: str, as_json: bool, approve: bool
 @lessons_app.command()
 def approve(ctx: typer.Context, lesson_id: LessonId, as_json: JsonOption = False) -> None:
     """candidate -> validated (recall ranks validated lessons a little higher)."""
-    _set_status(ctx, lesson_id, as_json, approve=True)
+    _set_status(ctx, lesson_id, as_json, curate.approve)
 
 
 @lessons_app.command()
 def deprecate(ctx: typer.Context, lesson_id: LessonId, as_json: JsonOption = False) -> None:
     """candidate or validated -> deprecated: never recalled again, kept for the record."""
-    _set_status(ctx, lesson_id, as_json, approve=False)
+    _set_status(ctx, lesson_id, as_json, curate.deprecate)
+
+
+@lessons_app.command()
+def restore(ctx: typer.Context, lesson_id: LessonId, as_json: JsonOption = False) -> None:
+    """deprecated -> candidate: recalled again (e.g. a run learned it again; see
+    `lessonloop retro review`)."""
+    _set_status(ctx, lesson_id, as_json, curate.restore)

@@ -19,7 +19,7 @@ from agent.app.settings import Settings
 from agent.errors import LessonloopError
 from agent.llm.base import LLM
 from agent.llm.resolve import resolve_llm
-from memory import LessonLift
+from memory import LessonLift, Memory, curate
 from memory.embeddings import Embedder
 from memory.errors import LessonMemoryError
 from retrospectives.consolidate import ConsolidationConfig, ConsolidationReport, Consolidator
@@ -125,20 +125,28 @@ def review_cmd(
     keep: Annotated[list[str] | None, typer.Option("--keep", help="Clear the flag of ID")] = None,
     deprecate: Annotated[list[str] | None, typer.Option("--deprecate", help="Deprecate ID")] = None,
     validate: Annotated[list[str] | None, typer.Option("--validate", help="Validate ID")] = None,
+    restore: Annotated[
+        list[str] | None, typer.Option("--restore", help="Restore deprecated ID")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
-    """Lessons flagged for review (recalled into failing runs), with their lift."""
+    """Lessons flagged for review (recalled into failing runs, or a deprecated lesson a
+    run learned again), with their lift."""
+    decisions = (
+        (keep, None),
+        (deprecate, curate.deprecate),
+        (validate, _validate),
+        (restore, curate.restore),
+    )
     try:
         with open_memory(Settings.from_env(), _embedder(ctx)) as memory:
             report = apply_lift(memory)
-            for lesson_id in keep or ():
-                memory.clear_review_flag(lesson_id)
-            for lesson_id in deprecate or ():
-                memory.set_status(lesson_id, "deprecated")
-                memory.clear_review_flag(lesson_id)
-            for lesson_id in validate or ():
-                memory.set_status(lesson_id, "validated")
-                memory.clear_review_flag(lesson_id)
+            # Status changes follow the curation rules (`memory.curate`), as everywhere.
+            for ids, change in decisions:
+                for lesson_id in ids or ():
+                    if change is not None:
+                        change(memory, lesson_id)
+                    memory.clear_review_flag(lesson_id)
             open_flags = memory.review_flags()
     except (LessonloopError, LessonMemoryError) as exc:
         err.print(f"[red]error:[/] {exc}")
@@ -167,6 +175,12 @@ def review_cmd(
         table.add_row(f.lesson_id, str(s.n if s else 0), rate, base, f.reason)
     out.print(table)
     out.print(f"validated now: {len(report.validated)}; decayed now: {len(report.decayed)}")
+
+
+def _validate(memory: Memory, lesson_id: str) -> None:
+    """Approve a candidate; a validated lesson stays as it is (its flag is cleared)."""
+    if memory.get(lesson_id).status != "validated":
+        curate.approve(memory, lesson_id)
 
 
 def _lift_json(s: LessonLift | None) -> dict[str, object] | None:

@@ -159,8 +159,15 @@ def _approve_deprecate(driver: WebDriver, base: str, s: Seeded) -> None:
     driver.get(f"{base}/lessons/{s.to_deprecate}")
     click_and_confirm(driver, ".actions button.danger")
     assert driver.find_element(By.CSS_SELECTOR, "h1 .status").text == "deprecated"
-    # Deprecated lessons cannot be approved: the button is gone and a forged POST is refused.
-    assert not driver.find_elements(By.CSS_SELECTOR, ".actions button")
+    # Deprecated lessons cannot be approved: only Restore is offered. Restore, then retire it
+    # again (the store check at the end expects it deprecated).
+    (button,) = driver.find_elements(By.CSS_SELECTOR, ".actions button")
+    assert button.text == "Restore"
+    click_and_confirm(driver, ".actions button.ok")
+    assert driver.find_element(By.CSS_SELECTOR, "h1 .status").text == "candidate"
+    assert "deprecated -> candidate" in driver.find_element(By.ID, "changes").text
+    click_and_confirm(driver, ".actions button.danger")
+    assert driver.find_element(By.CSS_SELECTOR, "h1 .status").text == "deprecated"
 
 
 def _review(driver: WebDriver, base: str, s: Seeded) -> None:

@@ -210,6 +210,12 @@ def test_refused_changes_and_bad_input_are_clear_error_pages(
     assert web.post(f"/lessons/{lesson_id}/deprecate", data={"csrf": CSRF}).status_code == 303
     again = web.post(f"/lessons/{lesson_id}/approve", data={"csrf": CSRF})
     assert again.status_code == 409 and "deprecated" in again.text
+    page = web.get(f"/lessons/{lesson_id}").text
+    assert f'action="/lessons/{lesson_id}/restore"' in page
+    assert web.post(f"/lessons/{lesson_id}/restore", data={"csrf": CSRF}).status_code == 303
+    assert memory.get(lesson_id).status == "candidate"
+    twice = web.post(f"/review/{lesson_id}/restore", data={"csrf": CSRF})
+    assert twice.status_code == 409 and "already candidate" in twice.text
     assert web.get("/lessons/les_nope").status_code == 404
     assert web.get("/runs/nope").status_code == 404
     assert web.get("/merges/mrg_nope").status_code == 404

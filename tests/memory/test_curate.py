@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memory import HashEmbedder, LessonDraft, LessonNotFoundError, Memory
-from memory.curate import TransitionError, approve, deprecate, lesson_stats
+from memory import HashEmbedder, LessonDraft, LessonNotFoundError, LessonQuery, Memory
+from memory.curate import TransitionError, approve, deprecate, lesson_stats, restore
 
 
 @pytest.fixture
@@ -45,6 +45,22 @@ def test_approve_only_from_candidate(store: Memory) -> None:
     with pytest.raises(LessonNotFoundError):
         approve(store, "les_nope")
     assert [store.get(i).status for i in (a, b, c)] == ["validated", "deprecated", "merged"]
+
+
+def test_restore_only_from_deprecated_and_it_answers_the_flag(store: Memory) -> None:
+    a, b, c = add(store, 1), add(store, 2, status="validated"), add(store, 3)
+    store.set_status(c, "merged", merged_into=b)
+    deprecate(store, a)
+    store.flag_for_review(a, "deprecated, but learned again")
+    assert restore(store, a).status == "candidate"
+    assert store.review_flags() == []
+    assert [s.lesson.id for s in store.recall(LessonQuery(text="alpha1 bravo1"))] == [a]
+    with pytest.raises(TransitionError, match="already candidate"):
+        restore(store, a)
+    with pytest.raises(TransitionError, match="only deprecated lessons can become candidate"):
+        restore(store, b)
+    with pytest.raises(TransitionError, match="undo the merge"):
+        restore(store, c)
 
 
 def test_deprecate_from_candidate_or_validated(store: Memory) -> None:

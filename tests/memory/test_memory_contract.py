@@ -107,6 +107,32 @@ def test_duplicate_root_cause_and_fix_merges(store: Memory) -> None:
     assert store.list_lessons().total == 1
 
 
+def test_a_deprecated_lesson_learned_again_stays_deprecated_and_is_flagged(
+    store: Memory,
+) -> None:
+    first = store.add(draft(1), run_id="run-a").lesson
+    assert first is not None
+    store.set_status(first.id, "deprecated")
+    assert store.review_flags() == []
+    again = store.add(draft(1), run_id="run-b")
+    assert again.action == "merged_duplicate" and "deprecated" in again.reason
+    assert again.lesson is not None and again.lesson.id == first.id
+    assert again.lesson.status == "deprecated"  # a person retired it: no run brings it back
+    assert store.recall(query(1)) == []
+    (flag,) = store.review_flags()
+    assert flag.lesson_id == first.id
+    assert "learned again by run run-b (seen 2 times)" in flag.reason
+    assert f"lessonloop lessons restore {first.id}" in flag.reason
+    store.add(draft(1), run_id="run-c")  # one flag; its reason names the newest sighting
+    (flag,) = store.review_flags()
+    assert "by run run-c (seen 3 times)" in flag.reason
+    # An active lesson seen again raises no flag.
+    other = store.add(draft(2), run_id="run-a").lesson
+    assert other is not None
+    assert store.add(draft(2), run_id="run-b").action == "merged_duplicate"
+    assert [f.lesson_id for f in store.review_flags()] == [first.id]
+
+
 def test_dedup_respects_scope_and_error_type(store: Memory) -> None:
     store.add(draft(1, scope="a"))
     assert store.add(draft(1, scope="b")).action == "created"

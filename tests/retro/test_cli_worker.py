@@ -51,6 +51,32 @@ def test_review_lists_flags(store: Path) -> None:
     assert json.loads(result.stdout)["flagged"] == []
 
 
+def test_review_decisions_follow_the_curation_rules(store: Path) -> None:
+    with Memory.open(str(store), embedder=HashEmbedder()) as m:
+        a, b, c, d = [x.id for x in m.list_lessons().items[:4]]
+        m.set_status(b, "deprecated")
+        m.set_status(c, "merged", merged_into=a)
+        m.set_status(d, "validated")
+        for lesson_id in (a, b, c, d):
+            m.flag_for_review(lesson_id, "test")
+    runner = CliRunner()
+
+    def review(*args: str) -> dict[str, object]:
+        result = runner.invoke(cli.retro_app, obj=OBJ, args=["review", *args, "--json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    report = review("--validate", a, "--restore", b, "--validate", d)
+    assert [f["lesson_id"] for f in report["flagged"]] == [c]  # type: ignore[index]
+    refused = runner.invoke(cli.retro_app, obj=OBJ, args=["review", "--validate", c])
+    assert refused.exit_code == 2 and "undo the merge" in refused.output
+    with Memory.open(str(store), embedder=HashEmbedder()) as m:
+        assert [m.get(i).status for i in (a, b, c, d)] == [
+            "validated", "candidate", "merged", "validated"
+        ]  # fmt: skip
+        assert m.get(c).merged_into == a  # a refused --validate left the merge alone
+
+
 def test_parse_duration() -> None:
     assert parse_duration("10m") == 600 and parse_duration("45s") == 45
     assert parse_duration("2h") == 7200 and parse_duration("90") == 90

@@ -3,7 +3,7 @@
     app = create_app(data, token=None)      # served by `agent.app.console.serve`
 
 Routes: /lessons (table, filters, recall search), /lessons/{id} (detail, edit, approve,
-deprecate), /review, /merges, /merges/{id} (undo), /runs, /runs/{id}, /health. Every POST
+deprecate, restore), /review, /merges, /merges/{id} (undo), /runs, /runs/{id}, /health. Every POST
 answers with a 303 redirect (so a reload does not resend it) or an error page.
 """
 
@@ -236,10 +236,12 @@ def create_app(data: ConsoleData, *, token: str | None, csrf: str | None = None)
         post("/lessons/{lesson_id}/edit", pages.edit),
         post("/lessons/{lesson_id}/approve", pages.decide("approve", "lesson")),
         post("/lessons/{lesson_id}/deprecate", pages.decide("deprecate", "lesson")),
+        post("/lessons/{lesson_id}/restore", pages.decide("restore", "lesson")),
         post("/review/refresh", pages.refresh_review),
         post("/review/{lesson_id}/keep", pages.decide("keep", "review")),
         post("/review/{lesson_id}/approve", pages.decide("approve", "review")),
         post("/review/{lesson_id}/deprecate", pages.decide("deprecate", "review")),
+        post("/review/{lesson_id}/restore", pages.decide("restore", "review")),
         Route("/review", pages.review),
         Route("/merges", pages.merges),
         Route("/merges/{merge_id}", pages.merge),

@@ -196,13 +196,16 @@ class ConsoleData:
         return after
 
     def set_status(self, lesson_id: str, decision: Decision, client: str) -> Lesson:
-        """approve / deprecate (curation rules) or keep; each clears the review flag; logged."""
+        """approve / deprecate / restore (curation rules) or keep; each clears the review
+        flag; logged."""
         with self._store() as memory:
             before = memory.get(lesson_id)
             if decision == "approve":
                 lesson = curate.approve(memory, lesson_id)
             elif decision == "deprecate":
                 lesson = curate.deprecate(memory, lesson_id)
+            elif decision == "restore":
+                lesson = curate.restore(memory, lesson_id)
             else:
                 lesson = before
             cleared = memory.clear_review_flag(lesson_id)

@@ -16,7 +16,7 @@ from memory.merges import MergeRecord
 from memory.quality import QualityReport
 from memory.types import Lesson, LessonUse, Run
 
-Decision = Literal["keep", "approve", "deprecate"]
+Decision = Literal["keep", "approve", "deprecate", "restore"]
 
 
 class _Frozen(BaseModel):
