@@ -14,10 +14,13 @@ under three conditions with the same model and seeds:
 - frozen:   learn on the first --train-frac of the order, then evaluate the rest with the
             store read-only (recall yes; no counters, no new lessons).
 
-Two exact shortcuts keep the budget (both rest on the loop being deterministic at a fixed
+Three exact shortcuts keep the budget (all rest on the loop being deterministic at a fixed
 temperature and seed, which the embedded model is at temperature 0):
 - "none" has no state, so each task runs once per seed and its result is placed at its
   position in every order (records marked `reused`);
+- a learning run whose store holds no recallable lesson yet (the stream's start, until a
+  run is solved) can recall nothing, so it IS the "none" run: that result is taken (under the
+  learning run's id), recorded in the store and given to the retrospective; marked `reused`;
 - the frozen condition's training prefix IS the learning condition's prefix, so the learning
   store is snapshotted at the split (SQL copied, vector index rebuilt from SQL) instead of
   training a second time; the training records are copied, marked `reused`.
@@ -182,6 +185,7 @@ class LearningBench:
         self.store_dir, self.on_record = store_dir, on_record
         self.split = split_at(config, len(self.tasks))
         self.none_cache: dict[tuple[int, str], RunRecord] = {}
+        self.none_results: dict[tuple[int, str], RunResult] = {}
         self.stores: dict[str, Memory] = {}
 
     def run(self) -> None:
@@ -226,6 +230,7 @@ class LearningBench:
         cached = self.none_cache.get((key["seed"], task.id))
         if cached is None:
             result = self._run(llm, task, NullRecall(), f"none-{key['seed']}-{task.id}")
+            self.none_results[(key["seed"], task.id)] = result
             self.none_cache[(key["seed"], task.id)] = record("none", task, result, key)
             self.on_record(self.none_cache[(key["seed"], task.id)])
         else:
@@ -234,7 +239,11 @@ class LearningBench:
     def _learn(self, llm: LLM, memory: Memory, task: Task, key: dict[str, Any]) -> RunRecord:
         run_id = f"learning-{key['seed']}-{key['order']}-{key['position']}"
         start_run(memory, task, run_id)
-        result = self._run(llm, task, memory, run_id)
+        same = self.none_results.get((key["seed"], task.id)) if _nothing_to_recall(memory) else None
+        if same is not None:
+            result = same.model_copy(update={"run_id": run_id})
+        else:
+            result = self._run(llm, task, memory, run_id)
         finish_run(memory, result)
         t0 = time.monotonic()
         outcome = Retrospective(llm).analyse(result)
@@ -242,6 +251,7 @@ class LearningBench:
         actions = [a.action for a in added]
         return record("learning", task, result, key).model_copy(
             update={
+                "reused": same is not None,
                 "retro_tokens": outcome.usage.total_tokens,
                 "retro_seconds": round(time.monotonic() - t0, 3),
                 "lessons_created": actions.count("created"),
@@ -262,6 +272,12 @@ class LearningBench:
             ),
         )
         return agent.run(task, run_id=run_id)
+
+
+def _nothing_to_recall(memory: Memory) -> bool:
+    """No candidate or validated lesson: recall can return nothing, in any scope."""
+    active = LessonFilter(status=("candidate", "validated"), limit=1)
+    return memory.list_lessons(active).total == 0
 
 
 def export_lessons(stores: dict[str, Memory]) -> dict[str, list[dict[str, Any]]]:

@@ -188,8 +188,22 @@ def test_three_conditions_learn_recall_and_write_results(tmp_path: Path, sandbox
     assert audit["unverified_share"] == 0.0 and audit["from_unsolved_runs"] == 0
     assert audit["recalls"] >= 1 and audit["recalls_of_unsolved"] == 0
 
+    # Until a lesson is stored, a learning run can recall nothing: it is the "none" run,
+    # taken as it is (and still recorded and learned from); after that every run is real.
+    for order in (0, 1):
+        stream = [r for r in by["learning"] if r.order == order]
+        first_lesson = next(p for p, r in enumerate(stream) if r.lessons_created)
+        assert all(r.reused for r in stream[: first_lesson + 1])
+        assert not any(r.reused for r in stream[first_lesson + 1 :])
+        none = {r.position: r for r in by["none"] if r.order == order}
+        for r in stream[: first_lesson + 1]:
+            assert (r.passed, r.tokens, r.rounds) == (
+                none[r.position].passed, none[r.position].tokens, none[r.position].rounds
+            )  # fmt: skip
+
     # Through the store itself: the lesson exists, was recalled, and its uses were recorded.
     with Memory.open(str(out / "stores" / "learning-s0-o0"), embedder=HashEmbedder()) as memory:
+        assert memory.get_run("learning-0-0-0").passed == by["learning"][0].passed
         lessons = memory.list_lessons().items
         assert any(ROOT_CAUSE in lesson.root_cause for lesson in lessons)
         used = [lesson for lesson in lessons if lesson.recalled > 0]
