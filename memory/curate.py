@@ -116,8 +116,5 @@ def deprecate(memory: Memory, lesson_id: str) -> Lesson:
 
 
 def restore(memory: Memory, lesson_id: str) -> Lesson:
-    """deprecated -> candidate (recalled again), else `TransitionError`. It answers the
-    review flag a run that learned the lesson again raised, so that flag is cleared."""
-    lesson = _transition(memory, lesson_id, "candidate", "restore")
-    memory.clear_review_flag(lesson_id)
-    return lesson
+    """deprecated -> candidate (recalled again); else `TransitionError`."""
+    return _transition(memory, lesson_id, "candidate", "restore")

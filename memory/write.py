@@ -73,6 +73,7 @@ class _Batch:
     index_vecs: dict[str, list[float]] = field(default_factory=dict)
     inserts: dict[str, _Values] = field(default_factory=dict)  # new rows not yet inserted
     dedup_vecs: dict[str, Vector] = field(default_factory=dict)  # of the new rows
+    run_id: str | None = None  # the run whose lessons these are
 
 
 def _better(a: Match | None, b: Match | None) -> Match | None:
@@ -88,23 +89,29 @@ def _with_run_evidence(draft: LessonDraft, run_id: str | None) -> LessonDraft:
     return draft.model_copy(update={"evidence": (*draft.evidence, Evidence(run_id=run_id))})
 
 
-def _flag_relearned(session: Session, row: LessonRow, draft: LessonDraft) -> None:
+# How the review flag of a deprecated lesson learned again begins (`_flag_relearned`).
+RELEARNED = "deprecated, but learned again"
+
+
+def _flag_relearned(session: Session, row: LessonRow, run_id: str | None) -> None:
     """A run learned a deprecated lesson again: it stays deprecated (a person retired it),
     and the review queue says so, so that advice relearned after all is not lost unseen.
 
-    The flag's reason is rewritten on every sighting (the newest run and the count)."""
-    runs = sorted({e.run_id for e in draft.evidence if e.run_id})
-    by = f" by run {', '.join(runs)}" if runs else ""
-    reason = (
-        f"deprecated, but learned again{by} (seen {row.seen} times): "
+    The relearned part of the flag names the newest run and the count, rewritten on every
+    sighting; a flag raised for another reason (e.g. by the lift policy) keeps that reason
+    first."""
+    by = f" by run {run_id}" if run_id else ""
+    note = (
+        f"{RELEARNED}{by} (seen {row.seen} times): "
         f"restore it (`lessonloop lessons restore {row.id}`) if its advice is right"
     )
     flag = session.get(ReviewRow, row.id, with_for_update=True)
     if flag is None:
-        session.add(ReviewRow(lesson_id=row.id, reason=reason, flagged_at=utcnow()))
-    else:
-        flag.reason = reason
-        session.add(flag)
+        session.add(ReviewRow(lesson_id=row.id, reason=note, flagged_at=utcnow()))
+        return
+    other = flag.reason.split(RELEARNED, 1)[0].rstrip("; ")
+    flag.reason = f"{other}; {note}" if other else note
+    session.add(flag)
 
 
 def _merge_evidence(old: list[dict[str, str]], new: Sequence[Evidence]) -> list[dict[str, str]]:
@@ -156,7 +163,7 @@ class LessonWriter:
             _Prepared(d, unpack(pack(dv)), iv)
             for d, dv, iv in zip(clean, dedup_vecs, index_vecs, strict=True)
         ]
-        batch = _Batch(results=[None] * len(prepared))
+        batch = _Batch(results=[None] * len(prepared), run_id=run_id)
         by_scope: dict[str, list[int]] = {}
         for i, p in enumerate(prepared):
             by_scope.setdefault(p.draft.scope, []).append(i)
@@ -328,7 +335,7 @@ class LessonWriter:
         row.updated_at = utcnow()
         session.add(row)
         if row.status == "deprecated":
-            _flag_relearned(session, row, draft)
+            _flag_relearned(session, row, batch.run_id)
         return to_lesson(row)
 
     @staticmethod

@@ -209,7 +209,7 @@ def test_search_by_meaning(seeded: Path) -> None:
     assert "passed recall's gates (the best must reach similarity 0." in moon
     assert "--min-similarity 0 lifts them" in moon
     stated = cli(seeded, "lessons", "search", "the moon is made of cheese\nKeyError: 'moon'")
-    assert "one of type KeyError, runtime_error must pass that cut" in " ".join(
+    assert "states KeyError, runtime_error: a lesson of one of those types must" in " ".join(
         stated.stdout.split()
     )
     nearest = as_json(seeded, "lessons", "search", "the moon is made of cheese",
@@ -217,6 +217,8 @@ def test_search_by_meaning(seeded: Path) -> None:
     assert isinstance(nearest, list) and nearest
     cut = cli(seeded, "lessons", "search", "the moon", "--min-similarity", "0.99").stdout
     assert "no lesson in scope 'default' has similarity >= 0.99" in cut
+    typed = cli(seeded, "lessons", "search", "the moon", "--error-type", "NoSuchError").stdout
+    assert "no lesson of type NoSuchError in scope 'default' passed" in " ".join(typed.split())
 
 
 def test_search_error_type_is_a_filter(seeded: Path) -> None:
@@ -292,7 +294,11 @@ def test_approve_and_deprecate_transitions(store: Path) -> None:
     assert isinstance(page, dict) and {x["id"] for x in page["items"]} == {OLD, BOM}
     hits = as_json(store, "lessons", "search", "KeyError reading the first CSV column")
     assert isinstance(hits, list) and BOM not in [h["lesson"]["id"] for h in hits]
+    with Memory.open(str(store), embedder=MiniLMEmbedder()) as memory:
+        memory.flag_for_review(BOM, "deprecated, but learned again by run r9 (seen 2 times)")
     assert "is now candidate" in cli(store, "lessons", "restore", BOM).stdout
+    with Memory.open(str(store), embedder=MiniLMEmbedder()) as memory:
+        assert memory.review_flags() == []  # restoring answered the flag
     hits = as_json(store, "lessons", "search", "KeyError reading the first CSV column")
     assert isinstance(hits, list) and BOM in [h["lesson"]["id"] for h in hits]
     assert "only deprecated" in cli(store, "lessons", "restore", CURRENCY, code=1).stderr

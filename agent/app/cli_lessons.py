@@ -211,13 +211,18 @@ def search(
 
 def _why_empty(query: LessonQuery, config: RecallConfig) -> str:
     """What `lessons search` answers when recall found nothing: the gates it applied."""
-    where = f"no lesson in scope {query.scope!r}" + (" or 'global'" if query.include_global else "")
+    kind = f" of type {', '.join(query.error_types)}" if query.error_types else ""
+    where = f"no lesson{kind} in scope {query.scope!r}"
+    where += " or 'global'" if query.include_global else ""
     if query.min_similarity is not None:
         return f"{where} has similarity >= {query.min_similarity:.2f}"
     gates = [f"the best must reach similarity {seed_gate(config):.2f}"]
-    types = gate_types(query, stated=config.seed_stated_types)
-    if types:
-        gates.append(f"one of type {', '.join(sorted(types))} must pass that cut")
+    stated = gate_types(query, stated=config.seed_stated_types) - set(query.error_types)
+    if stated:
+        gates.append(
+            f"the text states {', '.join(sorted(stated))}: "
+            "a lesson of one of those types must pass that cut"
+        )
     return (
         f"{where} passed recall's gates ({'; '.join(gates)}); "
         "--min-similarity 0 lifts them and shows the nearest lessons"
@@ -425,6 +430,12 @@ def deprecate(ctx: typer.Context, lesson_id: LessonId, as_json: JsonOption = Fal
 
 @lessons_app.command()
 def restore(ctx: typer.Context, lesson_id: LessonId, as_json: JsonOption = False) -> None:
-    """deprecated -> candidate: recalled again (e.g. a run learned it again; see
-    `lessonloop retro review`)."""
-    _set_status(ctx, lesson_id, as_json, curate.restore)
+    """deprecated -> candidate: recalled again (e.g. a run learned it again: `lessonloop
+    review` lists those). Clears the lesson's review flag: the decision is made."""
+    _set_status(ctx, lesson_id, as_json, _restore)
+
+
+def _restore(memory: Memory, lesson_id: str) -> Lesson:
+    lesson = curate.restore(memory, lesson_id)
+    memory.clear_review_flag(lesson_id)
+    return lesson

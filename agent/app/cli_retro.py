@@ -132,12 +132,14 @@ def review_cmd(
 ) -> None:
     """Lessons flagged for review (recalled into failing runs, or a deprecated lesson a
     run learned again), with their lift."""
+    # Restore first, so that `--restore X --validate X` restores, then approves.
     decisions = (
         (keep, None),
-        (deprecate, curate.deprecate),
+        (restore, _restore),
         (validate, _validate),
-        (restore, curate.restore),
+        (deprecate, _deprecate),
     )
+    done: list[str] = []
     try:
         with open_memory(Settings.from_env(), _embedder(ctx)) as memory:
             report = apply_lift(memory)
@@ -147,9 +149,12 @@ def review_cmd(
                     if change is not None:
                         change(memory, lesson_id)
                     memory.clear_review_flag(lesson_id)
+                    done.append(lesson_id)
             open_flags = memory.review_flags()
     except (LessonloopError, LessonMemoryError) as exc:
         err.print(f"[red]error:[/] {exc}")
+        if done:
+            err.print(f"decided before the error (kept): {', '.join(done)}")
         raise typer.Exit(2) from exc
     lifts = {s.lesson_id: s for s in report.lifts}
     if as_json:
@@ -177,10 +182,23 @@ def review_cmd(
     out.print(f"validated now: {len(report.validated)}; decayed now: {len(report.decayed)}")
 
 
+# Each decision accepts a lesson already in its target status (the flag is still cleared:
+# confirming a status is an answer too); other refusals are the curation rules'.
+
+
 def _validate(memory: Memory, lesson_id: str) -> None:
-    """Approve a candidate; a validated lesson stays as it is (its flag is cleared)."""
     if memory.get(lesson_id).status != "validated":
         curate.approve(memory, lesson_id)
+
+
+def _deprecate(memory: Memory, lesson_id: str) -> None:
+    if memory.get(lesson_id).status != "deprecated":
+        curate.deprecate(memory, lesson_id)
+
+
+def _restore(memory: Memory, lesson_id: str) -> None:
+    if memory.get(lesson_id).status != "candidate":
+        curate.restore(memory, lesson_id)
 
 
 def _lift_json(s: LessonLift | None) -> dict[str, object] | None:

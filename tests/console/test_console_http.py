@@ -212,8 +212,11 @@ def test_refused_changes_and_bad_input_are_clear_error_pages(
     assert again.status_code == 409 and "deprecated" in again.text
     page = web.get(f"/lessons/{lesson_id}").text
     assert f'action="/lessons/{lesson_id}/restore"' in page
+    memory.flag_for_review(lesson_id, "deprecated, but learned again by run r1 (seen 2 times)")
     assert web.post(f"/lessons/{lesson_id}/restore", data={"csrf": CSRF}).status_code == 303
-    assert memory.get(lesson_id).status == "candidate"
+    assert memory.get(lesson_id).status == "candidate" and memory.review_flags() == []
+    restored = data.changes.for_lesson(lesson_id)[-1]
+    assert restored.detail == "status deprecated -> candidate; review flag cleared"
     twice = web.post(f"/review/{lesson_id}/restore", data={"csrf": CSRF})
     assert twice.status_code == 409 and "already candidate" in twice.text
     assert web.get("/lessons/les_nope").status_code == 404

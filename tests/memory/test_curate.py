@@ -47,13 +47,11 @@ def test_approve_only_from_candidate(store: Memory) -> None:
     assert [store.get(i).status for i in (a, b, c)] == ["validated", "deprecated", "merged"]
 
 
-def test_restore_only_from_deprecated_and_it_answers_the_flag(store: Memory) -> None:
+def test_restore_only_from_deprecated(store: Memory) -> None:
     a, b, c = add(store, 1), add(store, 2, status="validated"), add(store, 3)
     store.set_status(c, "merged", merged_into=b)
     deprecate(store, a)
-    store.flag_for_review(a, "deprecated, but learned again")
     assert restore(store, a).status == "candidate"
-    assert store.review_flags() == []
     assert [s.lesson.id for s in store.recall(LessonQuery(text="alpha1 bravo1"))] == [a]
     with pytest.raises(TransitionError, match="already candidate"):
         restore(store, a)

@@ -126,6 +126,14 @@ def test_a_deprecated_lesson_learned_again_stays_deprecated_and_is_flagged(
     store.add(draft(1), run_id="run-c")  # one flag; its reason names the newest sighting
     (flag,) = store.review_flags()
     assert "by run run-c (seen 3 times)" in flag.reason
+    # A flag raised for another reason keeps it; the relearned note follows it.
+    store.clear_review_flag(first.id)
+    store.flag_for_review(first.id, "recalled in 3 failing runs of 3")
+    store.add(draft(1), run_id="run-d")
+    store.add(draft(1), run_id="run-e")
+    (flag,) = store.review_flags()
+    assert flag.reason.startswith("recalled in 3 failing runs of 3; deprecated, but learned")
+    assert "by run run-e (seen 5 times)" in flag.reason and "run-d" not in flag.reason
     # An active lesson seen again raises no flag.
     other = store.add(draft(2), run_id="run-a").lesson
     assert other is not None

@@ -66,15 +66,23 @@ def test_review_decisions_follow_the_curation_rules(store: Path) -> None:
         assert result.exit_code == 0, result.output
         return json.loads(result.stdout)
 
-    report = review("--validate", a, "--restore", b, "--validate", d)
+    # --validate after --restore on one lesson: restored, then approved, whatever the order
+    # typed; --validate on a validated lesson confirms it.
+    report = review("--validate", a, "--validate", b, "--restore", b, "--validate", d)
     assert [f["lesson_id"] for f in report["flagged"]] == [c]  # type: ignore[index]
-    refused = runner.invoke(cli.retro_app, obj=OBJ, args=["review", "--validate", c])
+    refused = runner.invoke(cli.retro_app, obj=OBJ, args=["review", "--keep", d, "--validate", c])
     assert refused.exit_code == 2 and "undo the merge" in refused.output
+    assert f"decided before the error (kept): {d}" in refused.output
     with Memory.open(str(store), embedder=HashEmbedder()) as m:
         assert [m.get(i).status for i in (a, b, c, d)] == [
-            "validated", "candidate", "merged", "validated"
+            "validated", "validated", "merged", "validated"
         ]  # fmt: skip
         assert m.get(c).merged_into == a  # a refused --validate left the merge alone
+        m.set_status(a, "deprecated")
+        m.flag_for_review(a, "deprecated, but learned again")
+    # Confirming a deprecation answers the relearned flag.
+    confirmed = review("--deprecate", a)["flagged"]
+    assert [f["lesson_id"] for f in confirmed] == [c]  # type: ignore[union-attr]
 
 
 def test_parse_duration() -> None:
