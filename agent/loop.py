@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -31,10 +31,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent import prompts
 from agent.candidate import Candidate, parse_candidate
-from agent.checks import Checks, CriticMode
+from agent.checks import Checks, CriticMode, execute
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
 from agent.queries import error_types, seed_query
+from agent.reduce import Reduction, reduce_change
 from agent.result import PoolEntry, RoundAction, RoundRecord, RunResult, StopReason
 from agent.sandbox import Sandbox
 from agent.search import Chosen, Pool, Rank, RoundSearch, rank_feedback
@@ -67,9 +68,12 @@ class LoopConfig(BaseModel):
     lesson_limit: int = 3
     lesson_token_budget: int = 300
     max_tokens: int = 1024
+    # Checks spent after a refinement passed on taking back what the pass did not need, so
+    # the lesson shows only the fix (`agent.reduce`); 0: off.
+    reduce_budget: int = Field(default=8, ge=0)
 
 
-EventKind = Literal["recalled", "generated", "checked", "resampled", "stopped"]
+EventKind = Literal["recalled", "generated", "checked", "resampled", "reduced", "stopped"]
 
 
 @dataclass(frozen=True)
@@ -234,6 +238,7 @@ class _Run:
         if not passed:
             unresolved = best.feedback.issues or (best.feedback.compressed(),)
         usage = self._spent_usage()
+        reduction = self._reduce(best) if passed else None
         self.emit("stopped", len(self.rounds), f"{reason} (last: {final.kind})", usage)
         return RunResult(
             run_id=self.run_id,
@@ -249,7 +254,31 @@ class _Run:
             seconds=time.monotonic() - self.started,
             run_dir=self.run_dir,
             outranked_lesson_ids=self.outranked,
+            verified_files=reduction.files if reduction and reduction.taken_back else None,
+            taken_back=reduction.taken_back if reduction else (),
         )
+
+    def _reduce(self, best: RoundRecord) -> Reduction | None:
+        """The passing round's change with what the pass did not need taken back (checked
+        by the task's check in the sandbox, as the pass was); None when there is no change
+        to reduce: a first-round pass, a pass only the critic judged, reduction off."""
+        if best.round == 1 or self.task.check is None or self.cfg.reduce_budget == 0:
+            return None
+        if best.feedback.stage != "execution":
+            return None
+        started = time.monotonic()
+        before = self.rounds[best.round - 2].candidate
+
+        def passes(files: Mapping[str, str]) -> bool:
+            return execute(self.task, files, sandbox=self.agent.sandbox).passed
+
+        reduction = reduce_change(
+            before.files, best.candidate.files, passes, budget=self.cfg.reduce_budget
+        )
+        if reduction.taken_back:
+            detail = f"took back {'; '.join(reduction.taken_back)} ({reduction.checks} checks)"
+            self.emit("reduced", best.round, detail, seconds=time.monotonic() - started)
+        return reduction
 
     # -- steps ----------------------------------------------------------------------------
 

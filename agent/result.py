@@ -86,6 +86,10 @@ class RunResult(BaseModel):
     run_dir: Path | None = None
     # Lessons a lesson-free candidate of the same pool outranked (round 1: the control).
     outranked_lesson_ids: tuple[str, ...] = ()
+    # The passing files with what the pass did not need taken back (`agent.reduce`; still
+    # passing): the verified change a lesson shows. None: nothing was taken back.
+    verified_files: dict[str, str] | None = None
+    taken_back: tuple[str, ...] = ()
 
     @property
     def best(self) -> Candidate:
@@ -140,6 +144,7 @@ class RunResult(BaseModel):
             seconds=round(self.seconds, 3),
             recalled_lesson_ids=self.recalled_lesson_ids,
             outranked_lesson_ids=self.outranked_lesson_ids,
+            taken_back=self.taken_back,
             run_dir=str(self.run_dir) if self.run_dir else None,
         )
 
@@ -202,4 +207,5 @@ class RunSummary(BaseModel):
     seconds: float
     recalled_lesson_ids: tuple[str, ...]
     outranked_lesson_ids: tuple[str, ...]
+    taken_back: tuple[str, ...]  # parts of the passing change the pass did not need
     run_dir: str | None

@@ -79,6 +79,11 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
     # Only a candidate that passed shows what fixed a failure: a later round that merely
     # failed differently (a KeyError swallowed by try/except) taught nothing worth keeping.
     passing = next((r for r in rounds if r.feedback.passed), None)
+    # The change shown is the reduced one where the loop took back what the pass did not
+    # need (`agent.reduce`: a handler that skips rows, a debug print): it passed too.
+    fixed = passing.candidate if passing is not None else None
+    if passing is not None and result.verified_files and passing.round == result.best_round:
+        fixed = passing.candidate.model_copy(update={"files": result.verified_files})
     steps: list[FailureStep] = []
     for records in groups.values():
         last = records[-1]
@@ -90,8 +95,8 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
                 rounds=tuple(r.round for r in records),
                 tokens=sum(r.usage.total_tokens for r in records),
                 fixed_in=after.round if after is not None else None,
-                diff=candidate_diff(last.candidate, after.candidate, diff_max_lines)
-                if after is not None
+                diff=candidate_diff(last.candidate, fixed, diff_max_lines)
+                if after is not None and fixed is not None
                 else "",
                 fix_note=after.candidate.fix_note if after is not None else None,
                 stated_cause=stated_cause(nxt.candidate.text) if nxt is not None else None,

@@ -131,6 +131,7 @@ def run_task(
             score_threshold=settings.score_threshold,
             pool_size=settings.pool_size,
             token_budget=settings.token_budget,
+            reduce_budget=settings.reduce_budget,
         ),
         runs_dir=settings.runs_dir,
         observer=observer,
