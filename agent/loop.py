@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -255,19 +255,21 @@ class _Run:
             run_dir=self.run_dir,
             outranked_lesson_ids=self.outranked,
             verified_files=reduction.files if reduction and reduction.taken_back else None,
+            verified_base=reduction.base if reduction and reduction.taken_back else None,
             taken_back=reduction.taken_back if reduction else (),
         )
 
     def _reduce(self, best: RoundRecord) -> Reduction | None:
-        """The passing round's change with what the pass did not need taken back (checked
-        by the task's check in the sandbox, as the pass was); None when there is no change
-        to reduce: a first-round pass, a pass only the critic judged, reduction off."""
+        """The passing candidate's change from the candidate it repaired, with what the pass
+        did not need taken back (checked by the task's check in the sandbox, as the pass
+        was); None when there is no change to reduce: a first-round pass, a fresh
+        generation, a pass only the critic judged, reduction off."""
         if best.round == 1 or self.task.check is None or self.cfg.reduce_budget == 0:
             return None
-        if best.feedback.stage != "execution":
-            return None
+        before = self.search.base_of.get(best.candidate.digest())
+        if before is None or best.feedback.stage != "execution":
+            return None  # a fresh generation changed everything; the critic's pass
         started = time.monotonic()
-        before = self.rounds[best.round - 2].candidate
 
         def passes(files: Mapping[str, str]) -> bool:
             return execute(self.task, files, sandbox=self.agent.sandbox).passed
@@ -275,6 +277,7 @@ class _Run:
         reduction = reduce_change(
             before.files, best.candidate.files, passes, budget=self.cfg.reduce_budget
         )
+        reduction = replace(reduction, base=before.digest())
         if reduction.taken_back:
             detail = f"took back {'; '.join(reduction.taken_back)} ({reduction.checks} checks)"
             self.emit("reduced", best.round, detail, seconds=time.monotonic() - started)

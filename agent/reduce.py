@@ -12,11 +12,16 @@ and each removal the task's check still passes without is kept:
    needed: no row raised);
 2. each hunk of the change (a run of changed lines, per file) is reverted to the failing
    candidate's lines;
-3. each line the change added or rewrote that is left is deleted on its own (a debug print
-   next to the fix in one hunk).
+3. each statement the change added or rewrote that is left is dropped on its own, and each
+   `else` branch it added (a debug print next to the fix in one hunk; `else: print(...)`
+   after the guard that fixed it), from the end.
 
-Every variant must parse as Python (files ending in .py) and differ from what was checked
-before; at most `budget` variants are checked. The run's answer stays the candidate that
+Only Python files (names ending in .py) that the failing candidate had are reduced: data
+or text outputs are the answer itself. Every variant must parse, must differ from what was
+checked before and from the failing candidate, and may not change a body while lifting it
+out of a `try` (a multi-line string's contents); a variant that is the same program (a
+comment, blank lines) is kept without a check. At most `budget` variants are checked, each
+costing one run of the task's check. The run's answer stays the candidate that
 passed: the reduced one is what the retrospective shows as the verified change.
 """
 
@@ -39,13 +44,16 @@ class Reduction:
     files: Files
     taken_back: tuple[str, ...]  # what was taken back, e.g. "try/except in solution.py"
     checks: int  # variants checked
+    base: str | None = None  # the digest of `before`, when the caller records it
 
 
 def reduce_change(before: Mapping[str, str], after: Mapping[str, str], passes: Passes,
                   *, budget: int = 8) -> Reduction:  # fmt: skip
     """`after` (which passed) with each part of its change from `before` that `passes` does
     not need taken back; see the module docstring."""
-    state = _State(dict(after), passes, budget, seen={_key(after)})
+    # The failing candidate's code is no variant worth a check.
+    failing = {name: before.get(name, "") for name in after if name.endswith(".py")}
+    state = _State(dict(after), passes, budget, seen={_key(after)}, failing=failing)
     for name in sorted(after):
         if name.endswith(".py"):
             old_handlers = _handlers(before.get(name, ""))
@@ -56,7 +64,9 @@ def reduce_change(before: Mapping[str, str], after: Mapping[str, str], passes: P
             ):
                 pass
     for name in sorted(after):
-        old = before.get(name, "").splitlines(keepends=True)
+        if not name.endswith(".py") or name not in before:
+            continue  # data or text outputs are the answer, not code to reduce
+        old = before[name].splitlines(keepends=True)
         new = state.files[name].splitlines(keepends=True)
         hunks = [
             op for op in difflib.SequenceMatcher(None, old, new).get_opcodes() if op[0] != "equal"
@@ -67,19 +77,14 @@ def reduce_change(before: Mapping[str, str], after: Mapping[str, str], passes: P
             reverted = "".join(lines[:j1] + old[i1:i2] + lines[j2:])
             state.attempt(f"{tag} at line {j1 + 1} of {name}", {**state.files, name: reverted})
     for name in sorted(after):
-        old = before.get(name, "").splitlines(keepends=True)
-        new = state.files[name].splitlines(keepends=True)
-        added = [
-            j
-            for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, old, new).get_opcodes()
-            if tag != "equal"
-            for j in range(j1, j2)
-            if new[j].strip()
-        ]
-        for j in reversed(added):  # from the end, as above
-            lines = state.files[name].splitlines(keepends=True)
-            dropped = "".join(lines[:j] + lines[j + 1 :])
-            state.attempt(f"line {j + 1} of {name}", {**state.files, name: dropped})
+        if name.endswith(".py"):
+            old = before.get(name, "").splitlines(keepends=True)
+            # After a drop the lines move: look for the next added statement again.
+            while any(
+                state.attempt(f"{label} of {name}", {**state.files, name: source})
+                for label, source in _added_statements(old, state.files[name])
+            ):
+                pass
     return Reduction(state.files, tuple(state.taken), state.checks)
 
 
@@ -89,15 +94,25 @@ class _State:
     passes: Passes
     budget: int
     seen: set[tuple[tuple[str, str], ...]]
+    failing: Files
     taken: list[str] = field(default_factory=list)
     checks: int = 0
 
     def attempt(self, label: str, variant: Files) -> bool:
-        """Check `variant` (within the budget, once, if it parses); keep it if it passes."""
+        """Check `variant` (within the budget, once, if it parses); keep it if it passes. A
+        variant that is the same program as the current one (a comment, blank lines) is kept
+        without a check and without a label."""
         key = _key(variant)
-        if self.checks >= self.budget or key in self.seen or not _parses(variant):
+        if key in self.seen or not _parses(variant):
+            return False
+        if all(variant[name] == code for name, code in self.failing.items()):
             return False
         self.seen.add(key)
+        if _same_program(variant, self.files):
+            self.files = variant
+            return True
+        if self.checks >= self.budget:
+            return False
         self.checks += 1
         if not self.passes(variant):
             return False
@@ -136,13 +151,66 @@ def _added_tries(source: str, old_handlers: set[str]) -> Iterator[str]:
         if all(ast.unparse(h) in old_handlers for h in node.handlers):
             continue
         first, last = node.body[0], node.body[-1]
-        if first.lineno == node.lineno or last.end_lineno is None or node.end_lineno is None:
+        start = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))])
+        if start == node.lineno or last.end_lineno is None or node.end_lineno is None:
             continue  # `try: x` on one line: no block to lift out
-        body = "".join(lines[first.lineno - 1 : last.end_lineno])
+        body = "".join(lines[start - 1 : last.end_lineno])
+        if not _same_body(body, node.body):
+            continue  # re-indenting would change it (a multi-line string's contents)
         indent = lines[node.lineno - 1][: node.col_offset]
         lifted = textwrap.indent(textwrap.dedent(body), indent)
         unwrapped = "".join(lines[: node.lineno - 1]) + lifted + "".join(lines[node.end_lineno :])
         yield unwrapped
+
+
+def _added_statements(old: list[str], source: str) -> Iterator[tuple[str, str]]:
+    """(label, `source` without it) for each statement and `else` branch all of whose lines
+    the change added or rewrote, from the end (dropping a later one leaves the earlier
+    ones' lines where they were)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return
+    new = source.splitlines(keepends=True)
+    opcodes = difflib.SequenceMatcher(None, old, new).get_opcodes()
+    added = {j for tag, _, _, j1, j2 in opcodes if tag != "equal" for j in range(j1, j2)}
+    spans: list[tuple[int, int, str]] = []  # 0-based first line, end (exclusive), label
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and node.end_lineno is not None:
+            spans.append((node.lineno - 1, node.end_lineno, f"line {node.lineno}"))
+        orelse = getattr(node, "orelse", None)
+        if isinstance(node, ast.If | ast.For | ast.While) and orelse:
+            end = orelse[-1].end_lineno
+            head = orelse[0].lineno - 2  # the `else:` line, when it stands alone
+            if end is not None and head >= 0 and new[head].strip() == "else:":
+                spans.append((head, end, f"else at line {head + 1}"))
+    for first, end, label in sorted(spans, reverse=True):
+        if all(j in added or not new[j].strip() for j in range(first, end)):
+            yield label, "".join(new[:first] + new[end:])
+
+
+def _same_body(body: str, statements: list[ast.stmt]) -> bool:
+    try:
+        lifted = ast.parse(textwrap.dedent(body))
+    except SyntaxError:
+        return False
+    return ast.dump(lifted) == ast.dump(ast.Module(body=statements, type_ignores=[]))
+
+
+def _same_program(a: Files, b: Files) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for name in a:
+        if a[name] == b[name]:
+            continue
+        if not name.endswith(".py"):
+            return False
+        try:
+            if ast.dump(ast.parse(a[name])) != ast.dump(ast.parse(b[name])):
+                return False
+        except SyntaxError:
+            return False
+    return True
 
 
 def _parses(files: Mapping[str, str]) -> bool:

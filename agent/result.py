@@ -89,6 +89,8 @@ class RunResult(BaseModel):
     # The passing files with what the pass did not need taken back (`agent.reduce`; still
     # passing): the verified change a lesson shows. None: nothing was taken back.
     verified_files: dict[str, str] | None = None
+    # The digest of the candidate the passing one repaired: the change is relative to it.
+    verified_base: str | None = None
     taken_back: tuple[str, ...] = ()
 
     @property

@@ -196,6 +196,9 @@ class RoundSearch:
         # The previous round's best candidate drawn without lessons, when its best was drawn
         # with them: "refine_bare" repairs it, the line a run without memory would take.
         self.bare: tuple[Candidate, tuple[Feedback, ...]] | None = None
+        # What each refiner candidate repaired, by its digest (a fresh generation repaired
+        # nothing): the change a pass made is its difference from that (`agent.reduce`).
+        self.base_of: dict[str, Candidate] = {}
 
     def draw(self, last: RoundRecord, lessons: Sequence[ScoredLesson]) -> Pool:
         """Draw and check the candidates of the round after `last`, in `plan_draws` order.
@@ -244,6 +247,7 @@ class RoundSearch:
                 candidate, cost = run.repair(
                     bases[which][0], messages(which, shown), temperature=temperature, seed=draw
                 )
+                self.base_of.setdefault(candidate.digest(), bases[which][0])
             new = candidate.digest() not in self.digests
             complete = all(name in candidate.files for name in run.task.output)
             if not (new and complete):

@@ -79,16 +79,21 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
     # Only a candidate that passed shows what fixed a failure: a later round that merely
     # failed differently (a KeyError swallowed by try/except) taught nothing worth keeping.
     passing = next((r for r in rounds if r.feedback.passed), None)
-    # The change shown is the reduced one where the loop took back what the pass did not
-    # need (`agent.reduce`: a handler that skips rows, a debug print): it passed too.
-    fixed = passing.candidate if passing is not None else None
+    # For the failure the passing candidate repaired, the change shown is the reduced one
+    # (`agent.reduce`: what the pass did not need taken back, a handler that skips rows, a
+    # debug print; it passed too). The reduction is relative to that candidate only: for
+    # an earlier failure it may have undone what a later round removed.
+    reduced = None
     if passing is not None and result.verified_files and passing.round == result.best_round:
-        fixed = passing.candidate.model_copy(update={"files": result.verified_files})
+        reduced = passing.candidate.model_copy(update={"files": result.verified_files})
     steps: list[FailureStep] = []
     for records in groups.values():
         last = records[-1]
         nxt = rounds[last.round] if last.round < len(rounds) else None
         after = passing if passing is not None and passing.round > last.round else None
+        fixed = after.candidate if after is not None else None
+        if reduced is not None and last.candidate.digest() == result.verified_base:
+            fixed = reduced
         steps.append(
             FailureStep(
                 feedback=last.feedback,
