@@ -23,9 +23,9 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,7 +35,7 @@ from agent.checks import Checks, CriticMode, execute
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
 from agent.queries import error_types, seed_query
-from agent.reduce import Reduction, reduce_change
+from agent.reduce import reduce_change
 from agent.result import PoolEntry, RoundAction, RoundRecord, RunResult, StopReason
 from agent.sandbox import Sandbox
 from agent.search import Chosen, Pool, Rank, RoundSearch, rank_feedback
@@ -238,7 +238,7 @@ class _Run:
         if not passed:
             unresolved = best.feedback.issues or (best.feedback.compressed(),)
         usage = self._spent_usage()
-        reduction = self._reduce(best) if passed else None
+        reduced = self._reduce(best) if passed else {}
         self.emit("stopped", len(self.rounds), f"{reason} (last: {final.kind})", usage)
         return RunResult(
             run_id=self.run_id,
@@ -254,21 +254,19 @@ class _Run:
             seconds=time.monotonic() - self.started,
             run_dir=self.run_dir,
             outranked_lesson_ids=self.outranked,
-            verified_files=reduction.files if reduction and reduction.taken_back else None,
-            verified_base=reduction.base if reduction and reduction.taken_back else None,
-            taken_back=reduction.taken_back if reduction else (),
+            **reduced,
         )
 
-    def _reduce(self, best: RoundRecord) -> Reduction | None:
-        """The passing candidate's change from the candidate it repaired, with what the pass
-        did not need taken back (checked by the task's check in the sandbox, as the pass
-        was); None when there is no change to reduce: a first-round pass, a fresh
-        generation, a pass only the critic judged, reduction off."""
+    def _reduce(self, best: RoundRecord) -> dict[str, Any]:
+        """The `RunResult` fields of the passing candidate's change from the candidate it
+        repaired, with what the pass did not need taken back (checked by the task's check in
+        the sandbox, as the pass was); none when there is no change to reduce: a first-round
+        pass, a fresh generation, a pass only the critic judged, reduction off."""
         if best.round == 1 or self.task.check is None or self.cfg.reduce_budget == 0:
-            return None
+            return {}
         before = self.search.base_of.get(best.candidate.digest())
         if before is None or best.feedback.stage != "execution":
-            return None  # a fresh generation changed everything; the critic's pass
+            return {}
         started = time.monotonic()
 
         def passes(files: Mapping[str, str]) -> bool:
@@ -277,11 +275,15 @@ class _Run:
         reduction = reduce_change(
             before.files, best.candidate.files, passes, budget=self.cfg.reduce_budget
         )
-        reduction = replace(reduction, base=before.digest())
-        if reduction.taken_back:
-            detail = f"took back {'; '.join(reduction.taken_back)} ({reduction.checks} checks)"
-            self.emit("reduced", best.round, detail, seconds=time.monotonic() - started)
-        return reduction
+        if not reduction.taken_back:
+            return {}
+        detail = f"took back {'; '.join(reduction.taken_back)} ({reduction.checks} checks)"
+        self.emit("reduced", best.round, detail, seconds=time.monotonic() - started)
+        return {
+            "verified_files": reduction.files,
+            "verified_base": before.digest(),
+            "taken_back": reduction.taken_back,
+        }
 
     # -- steps ----------------------------------------------------------------------------
 

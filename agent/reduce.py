@@ -44,7 +44,6 @@ class Reduction:
     files: Files
     taken_back: tuple[str, ...]  # what was taken back, e.g. "try/except in solution.py"
     checks: int  # variants checked
-    base: str | None = None  # the digest of `before`, when the caller records it
 
 
 def reduce_change(before: Mapping[str, str], after: Mapping[str, str], passes: Passes,
