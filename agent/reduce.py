@@ -50,21 +50,20 @@ def reduce_change(before: Mapping[str, str], after: Mapping[str, str], passes: P
                   *, budget: int = 8) -> Reduction:  # fmt: skip
     """`after` (which passed) with each part of its change from `before` that `passes` does
     not need taken back; see the module docstring."""
+    # Code the failing candidate had; data or text outputs are the answer, not code to reduce.
+    names = [name for name in sorted(after) if name.endswith(".py") and name in before]
     # The failing candidate's code is no variant worth a check.
-    failing = {name: before.get(name, "") for name in after if name.endswith(".py")}
+    failing = {name: before[name] for name in names}
     state = _State(dict(after), passes, budget, seen={_key(after)}, failing=failing)
-    for name in sorted(after):
-        if name.endswith(".py"):
-            old_handlers = _handlers(before.get(name, ""))
-            # After an unwrap the lines move: look for the next added `try` again.
-            while any(
-                state.attempt(f"try/except in {name}", {**state.files, name: source})
-                for source in _added_tries(state.files[name], old_handlers)
-            ):
-                pass
-    for name in sorted(after):
-        if not name.endswith(".py") or name not in before:
-            continue  # data or text outputs are the answer, not code to reduce
+    for name in names:
+        old_handlers = _handlers(before[name])
+        # After an unwrap the lines move: look for the next added `try` again.
+        while any(
+            state.attempt(f"try/except in {name}", {**state.files, name: source})
+            for source in _added_tries(state.files[name], old_handlers)
+        ):
+            pass
+    for name in names:
         old = before[name].splitlines(keepends=True)
         new = state.files[name].splitlines(keepends=True)
         hunks = [
@@ -75,15 +74,14 @@ def reduce_change(before: Mapping[str, str], after: Mapping[str, str], passes: P
             lines = state.files[name].splitlines(keepends=True)
             reverted = "".join(lines[:j1] + old[i1:i2] + lines[j2:])
             state.attempt(f"{tag} at line {j1 + 1} of {name}", {**state.files, name: reverted})
-    for name in sorted(after):
-        if name.endswith(".py"):
-            old = before.get(name, "").splitlines(keepends=True)
-            # After a drop the lines move: look for the next added statement again.
-            while any(
-                state.attempt(f"{label} of {name}", {**state.files, name: source})
-                for label, source in _added_statements(old, state.files[name])
-            ):
-                pass
+    for name in names:
+        old = before[name].splitlines(keepends=True)
+        # After a drop the lines move: look for the next added statement again.
+        while any(
+            state.attempt(f"{label} of {name}", {**state.files, name: source})
+            for label, source in _added_statements(old, state.files[name])
+        ):
+            pass
     return Reduction(state.files, tuple(state.taken), state.checks)
 
 

@@ -88,7 +88,13 @@ def test_the_failing_candidate_is_not_rechecked_and_outputs_not_in_python_are_le
         return False
 
     before = {"solution.py": "x = int(s)\nprint(x)\n"}
-    after = {"solution.py": "x = int(s.strip())\nprint(x)\n", "report.md": "# total\n"}
+    after = {
+        "solution.py": "x = int(s.strip())\nprint(x)\n",
+        "report.md": "# total\n",
+        "helper.py": "try:\n    import fast\nexcept ImportError:\n    fast = None\nprint(1)\n",
+    }
+    red = reduce_change(before, after, lambda f: True)
+    assert red.files["helper.py"] == after["helper.py"]  # new in the pass: not reduced
     red = reduce_change(before, after, never)
     assert red.files == after and not any(
         f["solution.py"] == before["solution.py"] for f in checked
