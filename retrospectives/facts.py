@@ -101,7 +101,7 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
                 tokens=sum(r.usage.total_tokens for r in records),
                 fixed_in=after.round if after is not None else None,
                 diff=candidate_diff(last.candidate, fixed, diff_max_lines)
-                if after is not None and fixed is not None
+                if fixed is not None
                 else "",
                 fix_note=after.candidate.fix_note if after is not None else None,
                 stated_cause=stated_cause(nxt.candidate.text) if nxt is not None else None,

@@ -184,7 +184,7 @@ class LearningBench:
         self.llm, self.embedder, self.sandbox = llm, embedder, sandbox
         self.store_dir, self.on_record = store_dir, on_record
         self.split = split_at(config, len(self.tasks))
-        self.none_cache: dict[tuple[int, str], RunRecord] = {}
+        # Each task's run without memory, per seed (see the shortcuts in the docstring).
         self.none_results: dict[tuple[int, str], RunResult] = {}
         self.stores: dict[str, Memory] = {}
 
@@ -227,14 +227,13 @@ class LearningBench:
                 self.on_record(record("frozen", task, result, key))
 
     def _none(self, llm: LLM, task: Task, key: dict[str, Any]) -> None:
-        cached = self.none_cache.get((key["seed"], task.id))
+        cached = self.none_results.get((key["seed"], task.id))
         if cached is None:
             result = self._run(llm, task, NullRecall(), f"none-{key['seed']}-{task.id}")
             self.none_results[(key["seed"], task.id)] = result
-            self.none_cache[(key["seed"], task.id)] = record("none", task, result, key)
-            self.on_record(self.none_cache[(key["seed"], task.id)])
+            self.on_record(record("none", task, result, key))
         else:
-            self.on_record(cached.model_copy(update={**key, "reused": True}))
+            self.on_record(record("none", task, cached, key).model_copy(update={"reused": True}))
 
     def _learn(self, llm: LLM, memory: Memory, task: Task, key: dict[str, Any]) -> RunRecord:
         run_id = f"learning-{key['seed']}-{key['order']}-{key['position']}"
