@@ -151,12 +151,15 @@ class _Run:
         # Signatures of every verdict checked so far, and whether the last round added one.
         self.failures: set[str] = set()
         self.found_new = False
+        # The task's input as recall sees it (`agent.queries.seed_query`'s views).
+        self.data: tuple[str, ...] = ()
 
     # -- the loop -------------------------------------------------------------------------
 
     def execute(self) -> RunResult:
-        text, surface = seed_query(self.task)
-        self._first_round(self._recall("seed", text, (), surface))
+        text, self.data = seed_query(self.task)
+        # The data views score the task start (surface) and judge every recall (data gate).
+        self._first_round(self._recall("seed", text, (), self.data))
         while True:
             stop = self._stop_reason()
             if stop is not None:
@@ -297,6 +300,7 @@ class _Run:
         query = LessonQuery(
             text=text,
             surface=surface,
+            data=self.data,
             scope=self.task.scope,
             error_types=error_types,
             stage=stage,

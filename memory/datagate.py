@@ -15,9 +15,19 @@ symptom, cosine 0.43) and passed in round 2 as without memory, at 3,124 tokens i
 lesson's ';' or '|' counts only inside a quoted value: a goal's '%Y-%m-%d' or a root cause's
 "...); mixing" is prose. On the trap tasks' starts (scripts/bench_recall.py) hit@1 stays
 0.65 with the same no-lesson rates.
+The task's data, when the query carries it (`LessonQuery.data`; the loop sends each input
+file's head and the data's profile at both stages), is what the gate judges, and strictly: a
+lesson quoting a data symbol reaches a task only if the task's data holds one of them, even
+when the data holds none at all. A failure's text quotes the data only in part (a wrong total
+quotes no '$'), and "a side holding none fits" let the BOM task's lesson (its symptom quotes
+'\\ufeffsku') into the reflections of four tasks whose data has no BOM, among them the euro
+task, in the 1.5B stream of the thirteenth session: 5 of its 10 recalls, none of which
+helped (README).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from memory.dedup import index_text
 from memory.lexical import data_marks
@@ -25,23 +35,48 @@ from memory.matchtext import match_text
 from memory.types import Lesson, LessonQuery
 
 
-def query_marks(query: LessonQuery) -> frozenset[str]:
-    """The data symbols a gated query holds. A task start is judged on its data alone (its
-    surface views: file heads and profile), not on its goal's words ('%Y-%m-%d', 'amounts
-    in $', a ';'), as `memory.seedgate` reads stated errors; a seed query without views (a
-    text sent through MCP) is not judged, as before task starts were gated."""
+@dataclass(frozen=True)
+class QueryData:
+    """What the gate knows of a query's data: the symbols it holds, and whether that is the
+    task's data (`strict`: a lesson quoting symbols it lacks stays out) or a glimpse of it
+    (a failure's text, a task start's views: a side holding none is not judged)."""
+
+    marks: frozenset[str] = frozenset()
+    strict: bool = False
+
+    @property
+    def judges(self) -> bool:
+        """Can a lesson's marks decide anything? (Else they need not be read.)"""
+        return self.strict or bool(self.marks)
+
+    def admits(self, lesson: frozenset[str]) -> bool:
+        """A lesson quoting no data symbol always fits; one that does fits data sharing one of
+        its symbols (any two currencies count as shared), or a glimpse holding none."""
+        if not lesson:
+            return True
+        if not self.marks:
+            return not self.strict
+        return bool(self.marks & lesson)
+
+
+def query_data(query: LessonQuery) -> QueryData:
+    """The data a gated query holds. Its `data` (the task's input), when given, strictly.
+    Else a task start is judged on its surface views (file heads and profile), not on its
+    goal's words ('%Y-%m-%d', 'amounts in $', a ';'), as `memory.seedgate` reads stated
+    errors; a seed query without views (a text sent through MCP) is not judged; a reflection
+    on the symbols its text quotes."""
+    if query.data:
+        return QueryData(_marks_of(query.data), strict=True)
     if query.stage == "seed":
-        views = [v for v in query.surface if v.strip()]
-        return data_marks(match_text("\n".join(views))) if views else frozenset()
-    return data_marks(match_text(query.text))
+        return QueryData(_marks_of(query.surface))
+    return QueryData(data_marks(match_text(query.text)))
+
+
+def _marks_of(views: tuple[str, ...]) -> frozenset[str]:
+    text = "\n".join(v for v in views if v.strip())
+    return data_marks(match_text(text)) if text else frozenset()
 
 
 def lesson_marks(lesson: Lesson) -> frozenset[str]:
     """The data symbols a lesson's symptom and root cause quote (prose ';' and '|' are not)."""
     return data_marks(index_text(lesson.symptom, lesson.root_cause), data=False)
-
-
-def fits(query: frozenset[str], lesson: frozenset[str]) -> bool:
-    """A lesson whose text holds a data symbol fits a query that holds one only when they
-    share one (any two currencies count as shared); either side holding none fits."""
-    return not query or not lesson or bool(query & lesson)

@@ -20,7 +20,8 @@ the query's types helped nothing, so the type gates and does not reorder.
 
 Data gate (`memory.datagate`, `RecallConfig.data_gate`, both stages by default): a lesson
 quoting data symbols (a currency sign, '%', ';', '|', a BOM) reaches a query whose data quotes
-other ones no more; see that module for the rule and its measurements.
+other ones no more, nor a task whose data (`LessonQuery.data`) holds none of them; see that
+module for the rule and its measurements.
 
 Surface views (`LessonQuery.surface`): the loop's task-start text is the goal plus the head
 of each input file and the data's profile (`agent.evidence.input_profile`: unusual headers,
@@ -85,7 +86,7 @@ import numpy as np
 from sqlmodel import col, select
 
 from memory import queries
-from memory.datagate import fits, lesson_marks, query_marks
+from memory.datagate import QueryData, lesson_marks, query_data
 from memory.db import Database
 from memory.dedup import Vector, cosine, unpack
 from memory.embeddings import Embedder
@@ -273,9 +274,9 @@ class _Search:
         # now): an empty "global" costs a vector query per recall and can add nothing.
         self.scopes = self.bm25.scopes
         self.similarity: dict[str, float] = {}
-        # The data symbols the query quotes, at the stages the data gate applies to.
+        # What the query's data holds, at the stages the data gate applies to.
         gated = query.stage in data_gate and query.min_similarity is None
-        self.marks = query_marks(query) if gated else frozenset()
+        self.data = query_data(query) if gated else QueryData()
 
     def recallable(self, error_types: Sequence[str] = ()) -> dict[str, list[str]]:
         """The recallable lessons of the searched scopes (of these types, if any), by scope,
@@ -328,7 +329,7 @@ class _Search:
 
     def _marks(self, lesson: Lesson) -> frozenset[str]:
         """A candidate's data symbols; read only for a query the data gate applies to."""
-        return lesson_marks(lesson) if self.marks else frozenset()
+        return lesson_marks(lesson) if self.data.judges else frozenset()
 
     def lexical_top(self, n: int) -> list[str]:
         """The `n` best BM25 matches, with their similarities fetched from the index."""
@@ -376,12 +377,12 @@ def _gather(search: _Search, pool: int, limit: int) -> list[_Candidate]:
         # short).
         hits = search.nearest(pool, search.recallable())
         found = search.candidates([c.lesson.id for c in found] + [h.lesson_id for h in hits])
-    found = [c for c in found if fits(search.marks, c.marks)]
+    found = [c for c in found if search.data.admits(c.marks)]
     types = search.types
     if types and not any(c.types & types for c in found) and saturated:
         typed = search.nearest(limit, search.recallable(sorted(types)))
         found = search.candidates([c.lesson.id for c in found] + [h.lesson_id for h in typed])
-        found = [c for c in found if fits(search.marks, c.marks)]
+        found = [c for c in found if search.data.admits(c.marks)]
     if types and not any(c.types & types for c in found):
         return []  # memory has not seen this kind of failure
     return found

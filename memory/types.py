@@ -122,6 +122,11 @@ class LessonQuery(BaseModel):
     # The task's data as it looks (e.g. each input file's first lines), each scored on its
     # own besides `text`: a lesson's similarity is its best over all (see memory.recall).
     surface: tuple[str, ...] = ()
+    # The task's input data as its program will read it (each file's head, the data's
+    # profile), at any stage. Given, the data gate judges on it and strictly: a lesson that
+    # quotes a data symbol reaches the query only if this data holds one of them
+    # (`memory.datagate`). Never scored for similarity.
+    data: tuple[str, ...] = ()
     # Lessons not to return (the loop's: those this run already saw mislead). They are left
     # out before the gates, the ranking and the budget, so the next lessons take their place.
     exclude: tuple[str, ...] = ()

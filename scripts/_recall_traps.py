@@ -186,8 +186,10 @@ def recall_settings(memory: Memory, seed_cut: float | None, gate: float | None) 
 
 def ask(memory: Memory, labels: dict[str, str], query: SeedQuery, surface: bool) -> list[str]:
     hits = memory.recall(
-        LessonQuery(text=query.text, surface=query.surface if surface else (), scope=SCOPE,
-                    stage="seed", limit=LIMIT, token_budget=BUDGET)
+        # As the loop asks: the task's data views score the start and judge the data gate.
+        LessonQuery(text=query.text, surface=query.surface if surface else (),
+                    data=query.surface if surface else (), scope=SCOPE, stage="seed",
+                    limit=LIMIT, token_budget=BUDGET)
     )  # fmt: skip
     return [labels[h.lesson.id] for h in hits]
 

@@ -277,6 +277,21 @@ def test_seed_query_is_the_goal_with_input_heads_and_the_datas_profile_as_surfac
     assert seed.stage == "seed"
     assert seed.surface == (amounts, "--- input.txt ---\n6 7", profile)
     assert seed.text == "\n".join([task.goal, *seed.surface])
+    assert seed.data == seed.surface  # the data gate judges on the task's data
+
+
+def test_every_recall_carries_the_task_s_data_for_the_data_gate(tmp_path: Path) -> None:
+    """A reflection is scored on the failure alone (no surface views) and gated on the
+    task's data: a wrong total quotes none of the data's symbols."""
+    task = make_task(tmp_path)
+    assert task.workspace is not None
+    (task.workspace / "amounts.csv").write_text("id,amount\n1,$860.45\n")
+    recall = _OneLessonRecall()
+    llm = ScriptedLLM.by_system({GEN: [code(CRASH)] * 2, REFINE: [fix(GOOD)]})
+    ReflectiveAgent(llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), runs_dir=None).run(task)
+    seed, reflection = recall.queries
+    assert reflection.stage == "reflection" and reflection.surface == ()
+    assert reflection.data == seed.data and any("$860.45" in v for v in reflection.data)
 
 
 def test_a_lesson_longer_than_the_budget_reaches_the_prompt_clipped(tmp_path: Path) -> None:

@@ -69,6 +69,18 @@ def test_recall_stays_in_its_scope(tools: LessonTools) -> None:
     assert tools.search_lessons("other-project", text="currency").lessons == ()
 
 
+def test_recall_given_the_task_s_data_leaves_out_lessons_about_other_data(
+    tools: LessonTools,
+) -> None:
+    tools.record_lesson("billing", **CURRENCY)
+    query = "the totals are wrong: float() fails on the amount column"
+    dollars = ['--- invoices.csv ---\nclient,amount\nacme,"$1,299.99"']
+    plain = ["--- invoices.csv ---\nclient,amount\nacme,1299.99"]
+    assert len(tools.recall_lessons(query, "billing").lesson_ids) == 1
+    assert len(tools.recall_lessons(query, "billing", data=dollars).lesson_ids) == 1
+    assert tools.recall_lessons(query, "billing", data=plain).lesson_ids == ()
+
+
 def test_recall_leaves_out_what_did_not_help_and_gives_the_next(tools: LessonTools) -> None:
     euro = {
         "error_type": "ValueError",

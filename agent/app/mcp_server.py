@@ -143,6 +143,14 @@ def build_server(tools: LessonTools) -> MCPServer:
                 "misled_ids.",
             ),
         ] = None,
+        data: Annotated[
+            list[Annotated[str, Field(max_length=20_000)]] | None,
+            Field(
+                max_length=50,
+                description="The task's input as the program reads it (e.g. each file's first "
+                "lines): lessons about data symbols it lacks ('$', a BOM, ';') stay out.",
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, RecallAnswer]:
         """Lessons from past tasks that match this task or error, as a block for a prompt."""
         with _tool_errors():
@@ -155,6 +163,7 @@ def build_server(tools: LessonTools) -> MCPServer:
                 include_global=include_global,
                 run_id=run_id,
                 exclude=exclude or (),
+                data=data or (),
             )
         return _recall_result(answer)
 

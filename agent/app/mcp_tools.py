@@ -218,10 +218,13 @@ class LessonTools:
         include_global: bool = False,
         run_id: str | None = None,
         exclude: Sequence[str] = (),
+        data: Sequence[str] = (),
     ) -> RecallAnswer:
         """Lessons for a task or an error, as the loop recalls them, rendered as its block;
         `exclude`: ids not to give again (they did not help), so the next ones take their place
-        (count them against the lessons with `report_outcome(..., misled_ids=...)`)."""
+        (count them against the lessons with `report_outcome(..., misled_ids=...)`); `data`:
+        the task's input as its program reads it (each file's first lines), so a lesson about
+        data symbols this input lacks ('$', a BOM, ';') stays out (`memory.datagate`)."""
         query = LessonQuery(
             text=text,
             scope=scope,
@@ -233,6 +236,7 @@ class LessonTools:
             token_budget=token_budget,
             include_global=include_global,
             exclude=tuple(exclude),
+            data=tuple(data),
         )
         with self._lock:
             if run_id is not None:

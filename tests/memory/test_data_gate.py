@@ -123,3 +123,31 @@ def test_prose_punctuation_and_a_goal_s_words_are_not_data() -> None:
         )
         assert data_marks("offsets (+02:00, Z); mixing", data=False) == frozenset()
         assert data_marks("the file's header; it's 'id;qty'", data=False) == {";"}
+
+
+def test_a_task_s_data_judges_strictly_at_every_stage() -> None:
+    """Given the task's data (`LessonQuery.data`), a lesson quoting a data symbol reaches the
+    task only if its data holds one, whatever the query's text quotes (a wrong total quotes
+    nothing); a lesson quoting none is not judged."""
+    plain_data = ("--- tickets.csv ---\nid,opened\n1,2026-03-02",)
+    euro_data = ("values of column 'cost' in expenses.csv: '€ 414', '€2,165.93'",)
+    bom_data = ("the header of stock.csv as Python reads it: ['\\ufeffsku', 'qty']",)
+    wrong_total = "ERR check failed: the total for 'travel' is 0, expected 812.5"
+    with Memory.in_memory(FlatEmbedder(), min_similarity=0.4) as memory:
+        memory.add_many([MONEY, HEADER, PLAIN])
+        for stage in ("seed", "reflection"):
+
+            def recall(data: tuple[str, ...], text: str = wrong_total) -> list[str]:
+                query = LessonQuery(text=text, scope="s", stage=stage, data=data)  # noqa: B023
+                return sorted(h.lesson.root_cause for h in memory.recall(query))
+
+            # Without the data, a text quoting no symbol is not judged: all three.
+            assert len(recall(())) == 3
+            assert recall(plain_data) == [PLAIN.root_cause]
+            assert recall(euro_data) == sorted([MONEY.root_cause, PLAIN.root_cause])
+            assert recall(bom_data) == sorted([HEADER.root_cause, PLAIN.root_cause])
+            # The data decides, not the glimpse the text gives: '$' in a text over BOM data.
+            assert recall(bom_data, DOLLARS) == sorted([HEADER.root_cause, PLAIN.root_cause])
+        # A person's search (its own cut) is not gated.
+        query = LessonQuery(text=wrong_total, scope="s", data=plain_data, min_similarity=0.4)
+        assert len(memory.recall(query)) == 3
