@@ -21,8 +21,8 @@ lesson quoting a data symbol reaches a task only if the task's data holds one of
 when the data holds none at all. A failure's text quotes the data only in part (a wrong total
 quotes no '$'), and "a side holding none fits" let the BOM task's lesson (its symptom quotes
 '\\ufeffsku') into the reflections of four tasks whose data has no BOM, among them the euro
-task, in the 1.5B stream of the thirteenth session: 5 of its 10 recalls, none of which
-helped (README).
+task, and the '$' task's lesson into the decimal-comma task's, in the 1.5B stream of the
+thirteenth session: 5 of its 10 recalls, none of which helped (docs/status-log.md).
 """
 
 from __future__ import annotations
