@@ -60,13 +60,17 @@ class QueryData:
 
 
 def query_data(query: LessonQuery) -> QueryData:
-    """The data a gated query holds. Its `data` (the task's input), when given, strictly.
+    """The data a gated query holds. Its `data` (the task's input), when given, strictly,
+    with what a reflection's text quotes besides (the views are a file's head and a profile of
+    its columns: a '$' on line 500 of a log shows only in the failure that met it).
     Else a task start is judged on its surface views (file heads and profile), not on its
     goal's words ('%Y-%m-%d', 'amounts in $', a ';'), as `memory.seedgate` reads stated
     errors; a seed query without views (a text sent through MCP) is not judged; a reflection
     on the symbols its text quotes."""
-    if query.data:
-        return QueryData(_marks_of(query.data), strict=True)
+    if any(v.strip() for v in query.data):
+        # A reflection's text may quote what the views missed (a value deep in a file).
+        text = data_marks(match_text(query.text)) if query.stage == "reflection" else frozenset()
+        return QueryData(_marks_of(query.data) | text, strict=True)
     if query.stage == "seed":
         return QueryData(_marks_of(query.surface))
     return QueryData(data_marks(match_text(query.text)))

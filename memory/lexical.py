@@ -95,9 +95,15 @@ _QUOTED_VALUE = re.compile(r"(?<!\w)'[^'\n]*'(?!\w)")
 _DELIMITERS = frozenset(";|")
 
 
+# A currency written as its code beside a number ('USD 1,625', '3,725 EUR'): "¤" as a sign.
+_CODES = "USD|EUR|GBP|JPY|CHF|CAD|AUD|NZD|CNY|INR|SEK|NOK|DKK|PLN|CZK|HUF|BRL|MXN|ZAR|KRW|SGD|HKD"
+_CURRENCY_CODE = re.compile(rf"\b(?:{_CODES})\s?[-+]?\d|\d\s?(?:{_CODES})\b")
+
+
 def data_marks(text: str, *, data: bool = True) -> frozenset[str]:
     """The data symbols `text` holds (`_TOKEN`'s currency signs, '%', ';', '|' and the BOM),
-    plus "¤" for any currency: a lesson learned on '€ 414' applies to '$860.45'. Value
+    plus "¤" for any currency, sign or code ('USD 1,625'): a lesson learned on '€ 414'
+    applies to '$860.45'. Value
     shapes are not marks: a lesson learned on one date or decimal format applies to another
     (measured: with shapes, recall lost a tenth of its right first hits). Read by recall's
     data gate (`memory.datagate`).
@@ -105,6 +111,8 @@ def data_marks(text: str, *, data: bool = True) -> frozenset[str]:
     `data=False` for prose (a lesson's symptom and root cause): ';' and '|' count only inside
     a quoted value there, since prose uses them as punctuation ("(+02:00, Z); mixing ...")."""
     marks = {t for t in tokenize(text) if t in _DATA_SYMBOLS}
+    if _CURRENCY_CODE.search(text):
+        marks.add("¤")
     if not data:
         quoted = "".join(_QUOTED_VALUE.findall(text))
         marks -= {d for d in _DELIMITERS if d not in quoted}

@@ -277,14 +277,16 @@ class _Search:
         # What the query's data holds, at the stages the data gate applies to.
         gated = query.stage in data_gate and query.min_similarity is None
         self.data = query_data(query) if gated else QueryData()
+        self.blocked: set[str] = set()  # candidates the data gate kept out
 
     def recallable(self, error_types: Sequence[str] = ()) -> dict[str, list[str]]:
         """The recallable lessons of the searched scopes (of these types, if any), by scope,
-        but the query's exclusions: they would crowd the fallback searches' pools again."""
+        but the query's exclusions and those the data gate kept out: they would crowd the
+        fallback searches' pools again."""
         found = queries.ids_by_scope(self.db, self.scopes, RECALLABLE, error_types)
-        if not self.query.exclude:
+        excluded = set(self.query.exclude) | self.blocked
+        if not excluded:
             return found
-        excluded = set(self.query.exclude)
         return {scope: [i for i in ids if i not in excluded] for scope, ids in found.items()}
 
     def nearest(self, n: int, only: dict[str, list[str]] | None = None) -> list[Hit]:
@@ -347,7 +349,7 @@ class _Search:
             if self.similarity.get(i, -1.0) >= self.cut and i not in excluded
         ]
         loaded, flagged, types = _load(self.db, above)
-        return [
+        found = [
             _Candidate(
                 lesson,
                 vec,
@@ -362,6 +364,10 @@ class _Search:
             for lesson, vec in [loaded[i]]
             if _still_fits(lesson, self.query)
         ]
+        # Kept out before the pool is judged full, so lessons about other data cannot crowd
+        # out one that fits (the fallback searches then skip them).
+        self.blocked |= {c.lesson.id for c in found if not self.data.admits(c.marks)}
+        return [c for c in found if c.lesson.id not in self.blocked]
 
 
 def _gather(search: _Search, pool: int, limit: int) -> list[_Candidate]:
@@ -377,12 +383,10 @@ def _gather(search: _Search, pool: int, limit: int) -> list[_Candidate]:
         # short).
         hits = search.nearest(pool, search.recallable())
         found = search.candidates([c.lesson.id for c in found] + [h.lesson_id for h in hits])
-    found = [c for c in found if search.data.admits(c.marks)]
     types = search.types
     if types and not any(c.types & types for c in found) and saturated:
-        typed = search.nearest(limit, search.recallable(sorted(types)))
+        typed = search.nearest(pool, search.recallable(sorted(types)))
         found = search.candidates([c.lesson.id for c in found] + [h.lesson_id for h in typed])
-        found = [c for c in found if search.data.admits(c.marks)]
     if types and not any(c.types & types for c in found):
         return []  # memory has not seen this kind of failure
     return found

@@ -71,6 +71,8 @@ class Query(BaseModel):
     stage: RecallStage
     kind: str
     surface: tuple[str, ...] = ()  # a task start's input heads (LessonQuery.surface)
+    # The case's input heads at both stages, as the loop sends its data (LessonQuery.data).
+    data: tuple[str, ...] = ()
 
 
 def load_suite(root: Path = SUITE) -> Suite:
@@ -93,7 +95,7 @@ def run_case(case: CaseSpec, sandbox: Sandbox, checker: Path = CHECKER) -> Query
     if case.goal is not None:
         text, heads = seed_parts(case.goal, case.files, case.encodings)
         return Query(id=case.id, target=None, text=text, error_types=(), stage="seed",
-                     kind="goal", surface=heads)  # fmt: skip
+                     kind="goal", surface=heads, data=heads)  # fmt: skip
     if case.program is None:
         raise ValueError(f"case {case.id}: needs a program or a goal")
     with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
@@ -121,6 +123,7 @@ def run_case(case: CaseSpec, sandbox: Sandbox, checker: Path = CHECKER) -> Query
         error_types=error_types(feedback),  # the loop's reflection gate
         stage="reflection",
         kind=feedback.kind,
+        data=seed_parts("", case.files, case.encodings)[1],
     )
 
 
@@ -130,4 +133,4 @@ def task_start(case: CaseSpec) -> Query | None:
         return None
     text, heads = seed_parts(case.task_goal, case.files, case.encodings)
     return Query(id=f"{case.id}@task", target=case.lesson, error_types=(), stage="seed",
-                 text=text, kind="task start", surface=heads)  # fmt: skip
+                 text=text, kind="task start", surface=heads, data=heads)  # fmt: skip

@@ -120,6 +120,7 @@ class MemoryRanker:
             LessonQuery(
                 text=query.text,
                 surface=query.surface,
+                data=query.data,
                 scope=SCOPE,
                 error_types=query.error_types if self.use_types else (),
                 stage=query.stage,

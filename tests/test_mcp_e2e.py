@@ -175,6 +175,13 @@ def test_stdio_tools_end_to_end(tmp_path: Path) -> None:
             )
             assert secret["lesson_id"] not in rest["lesson_ids"]
             assert set(rest["lesson_ids"]) == set(found["lesson_ids"]) - {secret["lesson_id"]}
+            # The task's data: a lesson about '$' amounts stays out of data that has none.
+            for data, expected in (('acme,"$1,299.99"', True), ("acme,1299.99", False)):
+                answer = await call(
+                    s, "recall_lessons", text=QUERY, scope="billing",
+                    data=[f"--- invoices.csv ---\nclient,amount\n{data}"],
+                )  # fmt: skip
+                assert (lesson_id in answer["lesson_ids"]) is expected
 
             # A run of an assistant with its own loop: recall, fail, then succeed.
             base = await call(s, "start_run", scope="billing", goal="sum invoices, no lessons")

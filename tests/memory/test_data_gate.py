@@ -146,8 +146,52 @@ def test_a_task_s_data_judges_strictly_at_every_stage() -> None:
             assert recall(plain_data) == [PLAIN.root_cause]
             assert recall(euro_data) == sorted([MONEY.root_cause, PLAIN.root_cause])
             assert recall(bom_data) == sorted([HEADER.root_cause, PLAIN.root_cause])
-            # The data decides, not the glimpse the text gives: '$' in a text over BOM data.
-            assert recall(bom_data, DOLLARS) == sorted([HEADER.root_cause, PLAIN.root_cause])
+            # A reflection's text adds what it quotes (a value the views missed); a task
+            # start's text is its goal, not data.
+            widened = {"seed": [HEADER, PLAIN], "reflection": [HEADER, MONEY, PLAIN]}[stage]
+            assert recall(bom_data, DOLLARS) == sorted(x.root_cause for x in widened)
+            # Blank views are no data: not judged.
+            assert len(recall(("", "  "))) == 3
         # A person's search (its own cut) is not gated.
         query = LessonQuery(text=wrong_total, scope="s", data=plain_data, min_similarity=0.4)
         assert len(memory.recall(query)) == 3
+
+
+def test_a_currency_code_beside_a_number_is_a_currency() -> None:
+    assert data_marks("'USD 1,625', '3,725 EUR'") == {"¤"}
+    assert data_marks("the USD column, order 1984, SO-880") == frozenset()
+    rentals = ("values of column 'rent' in rentals.csv: 'USD 1,625', '3,725 USD'",)
+    with Memory.in_memory(FlatEmbedder(), min_similarity=0.4) as memory:
+        memory.add_many([MONEY, HEADER])
+        query = LessonQuery(text="ERR sum the rents", scope="s", stage="seed", data=rentals)
+        assert [h.lesson.root_cause for h in memory.recall(query)] == [MONEY.root_cause]
+
+
+class _Below(FlatEmbedder):
+    """A text saying "LOWER" sits at cosine 0.8 to the queries' axis."""
+
+    def _one(self, text: str) -> list[float]:
+        return [0.8, 0.0, 0.0, 0.0, 0.6] if "LOWER" in text else super()._one(text)
+
+
+def test_lessons_about_other_data_do_not_crowd_out_one_that_fits() -> None:
+    """More lessons the gate keeps out than recall's candidate pool holds, all closer to the
+    query: the one that fits, further down, is still found."""
+    crowd = [
+        _lesson(f"could not convert '${n},99' (in the input: '${n},99')", f"currency {n}")
+        for n in range(30)
+    ]
+    fits_ = LessonDraft(
+        scope="s",
+        error_type="ValueError",
+        symptom="LOWER a wrong total",
+        root_cause="the wrong column was read",
+        fix="read the total column",
+    )
+    with Memory.in_memory(_Below(), min_similarity=0.4, dedup_similarity=1.01) as memory:  # type: ignore[arg-type]
+        memory.add_many([*crowd, fits_])
+        plain = ("--- tickets.csv ---\nid,total\n1,12.5",)
+        # No word of the fitting lesson in the query: BM25 cannot bring it in either.
+        query = LessonQuery(text="ERR sums off", scope="s", stage="reflection",
+                            error_types=("ValueError",), data=plain)  # fmt: skip
+        assert [h.lesson.root_cause for h in memory.recall(query)] == [fits_.root_cause]
