@@ -108,6 +108,39 @@ def input_profile(workspace: Path | None) -> list[str]:
     return lines
 
 
+# A value carrying a data symbol (a currency sign, '%', ';', '|', a BOM) or a currency code
+# beside a number: what `input_symbols` quotes, one example per symbol.
+_SYMBOL_VALUE = re.compile(
+    r"[^\s,\"']{0,12}[\ufeff$€£¥%;|][^\s,\"']{0,12}"
+    r"|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD)\s?\d[\d.,]*|\d[\d.,]*\s?(?:USD|EUR|GBP|JPY|CHF|CAD|AUD)\b"
+)
+
+
+def input_symbols(workspace: Path | None) -> str | None:
+    """One line quoting a value for each data symbol anywhere in the input files, or None.
+
+    The heads and the profile show a file's first lines and its delimited columns; a '$' on
+    line 500 of a log, in a JSON file or after a title line shows in neither. Recall's data
+    gate (`LessonQuery.data`) judges a task on its data, so it reads this line beside them.
+    A file that is not UTF-8 is read as cp1252 (its '€' is byte 0x80).
+    """
+    if workspace is None or not workspace.is_dir():
+        return None
+    found: dict[str, str] = {}
+    for _, raw in _input_files(workspace):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = raw.decode("cp1252", errors="replace")
+        for match in _SYMBOL_VALUE.finditer(text):
+            value = match.group(0)
+            for kind in [c for c in value if c in "\ufeff$€£¥%;|"] or ["code"]:
+                found.setdefault(kind, value)
+    if not found:
+        return None
+    return "values with data symbols in the input: " + ", ".join(repr(v) for v in found.values())
+
+
 def _unusual(shapes: set[str]) -> bool:
     """Values with symbols in them, or words and numbers in one column ('yes', '1', 'n/a')."""
     words = {s for s in shapes if _WORDS.fullmatch(s)}

@@ -34,7 +34,7 @@ from agent.candidate import Candidate, parse_candidate
 from agent.checks import Checks, CriticMode, execute
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
-from agent.queries import error_types, seed_query
+from agent.queries import data_views, error_types, seed_query
 from agent.reduce import reduce_change
 from agent.result import PoolEntry, RoundAction, RoundRecord, RunResult, StopReason
 from agent.sandbox import Sandbox
@@ -157,9 +157,11 @@ class _Run:
     # -- the loop -------------------------------------------------------------------------
 
     def execute(self) -> RunResult:
-        text, self.data = seed_query(self.task)
-        # The data views score the task start (surface) and judge every recall (data gate).
-        self._first_round(self._recall("seed", text, (), self.data))
+        text, surface = seed_query(self.task)
+        # The views score the task start; they and every symbol of the input judge every
+        # recall (the data gate).
+        self.data = data_views(self.task, surface)
+        self._first_round(self._recall("seed", text, (), surface))
         while True:
             stop = self._stop_reason()
             if stop is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.evidence import input_profile
+from agent.evidence import input_profile, input_symbols
 from agent.feedback import Feedback
 from agent.task import Task
 
@@ -25,3 +25,10 @@ def seed_query(task: Task) -> tuple[str, tuple[str, ...]]:
 def error_types(feedback: Feedback) -> tuple[str, ...]:
     """The reflection stage's gate: the exception's type and the feedback kind."""
     return tuple(t for t in (feedback.error_type, feedback.kind) if t)
+
+
+def data_views(task: Task, surface: tuple[str, ...]) -> tuple[str, ...]:
+    """What the data gate judges a task on at every recall (`LessonQuery.data`): the task
+    start's views and a line quoting each data symbol anywhere in its input."""
+    symbols = input_symbols(task.workspace)
+    return (*surface, symbols) if symbols else surface

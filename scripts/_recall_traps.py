@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.table import Table
 
-from agent.queries import seed_query
+from agent.queries import data_views, seed_query
 from agent.sandbox import Sandbox
 from agent.task import Task, load_task
 from memory import Embedder, LessonDraft, LessonQuery, Memory
@@ -74,6 +74,7 @@ class SeedQuery(BaseModel):
     root_cause: str | None  # None: an unrelated task
     text: str
     surface: tuple[str, ...]
+    data: tuple[str, ...] = ()  # what the loop's data gate judges (agent.queries.data_views)
 
 
 class TrapLesson(BaseModel):
@@ -142,7 +143,8 @@ def write_lessons(tasks: Sequence[Task], sandbox: Sandbox) -> list[TrapLesson]:
 
 def task_start(task: Task, cause: str | None) -> SeedQuery:
     text, surface = seed_query(task)
-    return SeedQuery(id=task.id, root_cause=cause, text=text, surface=surface)
+    data = data_views(task, surface)
+    return SeedQuery(id=task.id, root_cause=cause, text=text, surface=surface, data=data)
 
 
 def unrelated_starts(humaneval_goals: Sequence[tuple[str, str]]) -> list[SeedQuery]:
@@ -153,7 +155,9 @@ def unrelated_starts(humaneval_goals: Sequence[tuple[str, str]]) -> list[SeedQue
         if "goal" in case:
             files, encodings = case.get("files", {}), case.get("encodings", {})
             text, heads = seed_parts(case["goal"], files, encodings)
-            starts.append(SeedQuery(id=case["id"], root_cause=None, text=text, surface=heads))
+            starts.append(
+                SeedQuery(id=case["id"], root_cause=None, text=text, surface=heads, data=heads)
+            )
     return starts
 
 
@@ -188,7 +192,7 @@ def ask(memory: Memory, labels: dict[str, str], query: SeedQuery, surface: bool)
     hits = memory.recall(
         # As the loop asks: the task's data views score the start and judge the data gate.
         LessonQuery(text=query.text, surface=query.surface if surface else (),
-                    data=query.surface if surface else (), scope=SCOPE, stage="seed",
+                    data=query.data if surface else (), scope=SCOPE, stage="seed",
                     limit=LIMIT, token_budget=BUDGET)
     )  # fmt: skip
     return [labels[h.lesson.id] for h in hits]

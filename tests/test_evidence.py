@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.evidence import input_evidence, input_profile
+from agent.evidence import input_evidence, input_profile, input_symbols
 from agent.llm.scripted import ScriptedLLM
 from tests.helpers import GEN, REFINE, code, fix, make_task
 from tests.test_loop import agent_for
@@ -129,3 +129,23 @@ def test_a_wrong_total_is_shown_with_the_column_its_message_names(tmp_path: Path
     )
     refine_prompt = next(c for c in llm.calls if REFINE in c.system).messages[-1].content
     assert "values of column 'active' in a.csv" in refine_prompt
+
+
+def test_input_symbols_quote_a_value_per_symbol_anywhere_in_the_input(tmp_path: Path) -> None:
+    """What the heads and the profile miss: a '$' deep in a JSON-lines file, a cp1252 '€', a
+    currency code, a BOM; plain data has none."""
+    lines = "".join(f'{{"id": {n}, "amount": "{n}.50"}}\n' for n in range(10))
+    files: dict[str, str | bytes] = {
+        "events.jsonl": lines + '{"id": 11, "amount": "$860.45"}\n',
+        "legacy.csv": "item;cost\nlamp;\x80 414\n".encode("latin-1"),
+        "rentals.csv": "unit,rent\nA,USD 1,625\n",
+        "stock.csv": "\ufeffsku,qty\nA1,3\n",
+    }
+    line = input_symbols(workspace(tmp_path, files))
+    assert line == (
+        "values with data symbols in the input: '$860.45', 'item;cost', 'lamp;€', 'USD 1,625', "
+        "'\\ufeffsku'"
+    )
+    (tmp_path / "plain").mkdir()
+    plain = workspace(tmp_path / "plain", {"a.csv": "id,total\n1,12.5\n"})
+    assert input_symbols(plain) is None

@@ -277,7 +277,8 @@ def test_seed_query_is_the_goal_with_input_heads_and_the_datas_profile_as_surfac
     assert seed.stage == "seed"
     assert seed.surface == (amounts, "--- input.txt ---\n6 7", profile)
     assert seed.text == "\n".join([task.goal, *seed.surface])
-    assert seed.data == seed.surface  # the data gate judges on the task's data
+    # The data gate judges on the views and on every data symbol of the input.
+    assert seed.data == (*seed.surface, "values with data symbols in the input: '$860.45'")
 
 
 def test_every_recall_carries_the_task_s_data_for_the_data_gate(tmp_path: Path) -> None:
