@@ -16,7 +16,8 @@ lesson's ';' or '|' counts only inside a quoted value: a goal's '%Y-%m-%d' or a 
 "...); mixing" is prose. On the trap tasks' starts (scripts/bench_recall.py) hit@1 stays
 0.65 with the same no-lesson rates.
 The task's data, when the query carries it (`LessonQuery.data`; the loop sends each input
-file's head and the data's profile at both stages), is what the gate judges, and strictly: a
+file's head, the data's profile and a value per data symbol found anywhere in the input,
+`agent.queries.data_views`, at both stages), is what the gate judges, and strictly: a
 lesson quoting a data symbol reaches a task only if the task's data holds one of them, even
 when the data holds none at all. A failure's text quotes the data only in part (a wrong total
 quotes no '$'), and "a side holding none fits" let the BOM task's lesson (its symptom quotes
