@@ -4,7 +4,11 @@
 no feedback) at the loop's resample temperature, each with its own seed, and scores each on
 the hidden tests in the sandbox exactly as the loop's final code is scored. `hot_record` is
 the problem's JSON entry ("hot"), `summarise_hot` the totals over a run. pass@k is the
-unbiased estimator of Chen et al. (2021), averaged over problems.
+unbiased estimator of Chen et al. (2021), averaged over problems. pass@k is an oracle (any
+sample passing the hidden tests counts); each sample is also run through the task's visible
+check (the docstring examples, what the loop sees), and "picked" is the hidden verdict of the
+first sample that passes it (the first sample when none does): best-of-K chosen as the loop
+could choose, the fair comparison with the loop.
 
 The hidden tests reach only `score_hidden`: the prompt is built from the task's goal, which
 holds the HumanEval prompt alone.
@@ -21,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agent import prompts
 from agent.candidate import parse_candidate
+from agent.checks import execute
 from agent.llm.base import LLM, Message, Usage
 from agent.loop import LoopConfig
 from agent.sandbox import Sandbox
@@ -70,6 +75,7 @@ class HotSamples(BaseModel):
     temperature: float
     seeds: tuple[int, ...]
     passed: tuple[bool, ...]
+    visible: tuple[bool, ...]  # each sample's verdict on the task's (visible) check
     digests: tuple[str, ...]
     usage: Usage
     seconds: float  # generation
@@ -92,6 +98,7 @@ def draw_hot_samples(
     messages = generator_messages(task)
     seeds = tuple(range(1, samples + 1))
     passed: list[bool] = []
+    visible: list[bool] = []
     digests: list[str] = []
     usage, generating, checking = Usage(), 0.0, 0.0
     for seed in seeds:
@@ -105,6 +112,9 @@ def draw_hot_samples(
         t1 = time.monotonic()
         candidate = parse_candidate(completion.text, task.output)
         passed.append(score_hidden(sandbox, problem, candidate.files.get(SOLUTION)).passed)
+        visible.append(
+            SOLUTION in candidate.files and execute(task, candidate.files, sandbox=sandbox).passed
+        )
         checking += time.monotonic() - t1
         generating += t1 - t0
         usage += completion.usage
@@ -113,6 +123,7 @@ def draw_hot_samples(
         temperature=config.resample_temperature,
         seeds=seeds,
         passed=tuple(passed),
+        visible=tuple(visible),
         digests=tuple(digests),
         usage=usage,
         seconds=generating,
@@ -131,11 +142,20 @@ def hot_record(hot: HotSamples, budget: int) -> dict[str, Any]:
         "temperature": hot.temperature,
         "seeds": list(hot.seeds),
         "sample_passed": list(hot.passed),
+        "sample_visible": list(hot.visible),
+        "picked_passed": picked(hot.passed, hot.visible),
         "distinct": len(set(hot.digests)),
         "tokens": {"prompt": hot.usage.prompt_tokens, "completion": hot.usage.completion_tokens},
         "seconds": round(hot.seconds, 2),
         "check_seconds": round(hot.check_seconds, 2),
     }
+
+
+def picked(passed: Sequence[bool], visible: Sequence[bool]) -> bool:
+    """The hidden verdict of the first sample the visible check passes (else the first)."""
+    if not passed:
+        return False
+    return next((p for p, v in zip(passed, visible, strict=True) if v), passed[0])
 
 
 def summarise_hot(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -157,6 +177,9 @@ def summarise_hot(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             k: round(sum(pass_at_k(h["samples"], h["passed"], int(k)) for h in hot) / len(hot), 4)
             for k in sorted(common, key=int)
         },
+        # Problems whose samples have visible verdicts (older records have none).
+        "hot_picked_problems": sum("picked_passed" in h for h in hot),
+        "hot_picked_passed": sum(bool(h.get("picked_passed")) for h in hot),
         "hot_candidate_budget": budgets.pop() if len(budgets) == 1 else None,
         "hot_tokens": tokens,
         "hot_tokens_per_problem": round(sum(tokens.values()) / len(hot), 1),

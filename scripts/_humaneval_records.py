@@ -170,6 +170,12 @@ def print_summary(console: Console, summary: Mapping[str, Any]) -> None:
     for k in (k for k in pass_at if k != "1"):
         budget = " (= the loop's budget)" if int(k) == summary["hot_candidate_budget"] else ""
         row(f"pass@{k}{budget}", ["", ""], f"{pass_at[k]:.1%}")
+    if summary.get("hot_picked_problems"):
+        row(
+            "picked by the visible check",
+            ["", ""],
+            f"{summary['hot_picked_passed']} of {summary['hot_picked_problems']} problems",
+        )
     row("visible checks passed", [str(summary[c + "_visible_passed"]) for c in conds], "")
 
     def tokens(c: str) -> str:

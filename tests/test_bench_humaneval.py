@@ -16,7 +16,7 @@ from agent.sandbox import Sandbox
 from memory.types import NullRecall
 from scripts._humaneval_checks import SOLUTION, build_task, score_hidden
 from scripts._humaneval_examples import Example, parse_examples
-from scripts._humaneval_hot import candidate_budget, k_values, pass_at_k
+from scripts._humaneval_hot import candidate_budget, k_values, pass_at_k, picked
 from scripts._humaneval_records import resumable_records, summarise
 from scripts.bench_humaneval import Meter, main, run_problem
 from tests.helpers import GEN, REFINE, code, fix
@@ -266,6 +266,8 @@ def test_one_of_three_hot_samples_passing_gives_pass_at_1_a_third_and_pass_at_3_
     assert record["loop"]["hidden_passed"] and record["loop"]["rounds"] == 1
     hot = record["hot"]
     assert (hot["samples"], hot["passed"], hot["sample_passed"]) == (3, 1, [False, True, False])
+    # The visible examples tell the wrong sample apart: chosen by them, the right one.
+    assert hot["sample_visible"] == [False, True, False] and hot["picked_passed"] is True
     assert hot["pass_at"] == {"1": 0.3333, "3": 1.0}
     assert hot["candidate_budget"] == 3 and hot["distinct"] == 3
     round1, *hot_calls = llm.calls
@@ -281,6 +283,14 @@ def test_one_of_three_hot_samples_passing_gives_pass_at_1_a_third_and_pass_at_3_
     summary = summarise([record])
     assert summary["hot_pass_at"] == {"1": 0.3333, "3": 1.0}
     assert summary["hot_samples_passed"] == 1 and summary["hot_candidate_budget"] == 3
+    assert (summary["hot_picked_problems"], summary["hot_picked_passed"]) == (1, 1)
+
+
+def test_picked_is_the_first_sample_the_visible_check_passes() -> None:
+    assert picked([False, True, True], [False, True, True]) is True
+    assert picked([False, True], [True, True]) is False  # visible passed, hidden did not
+    assert picked([True, False], [False, False]) is True  # none passed: the first
+    assert picked([], []) is False
 
 
 @pytest.fixture()
