@@ -21,12 +21,12 @@ StopReason = Literal[
 ]
 RoundAction = Literal["generate", "refine"]
 # How a candidate of a round was drawn: the first generation (with seed lessons), its control
-# (the same without them), the refiner's answer (greedy or hotter) to the best candidate so
-# far, a hot repair of the last round's runner-up, the refiner's greedy repair of the best
-# candidate drawn without lessons (when the best was drawn with them), or a fresh generation
-# that was shown the failing example.
+# (the same without them), a hot generation from round 1's prompt ("sample"), the refiner's
+# answer (greedy or hotter) to the best candidate so far, a hot repair of the last round's
+# runner-up, the refiner's greedy repair of the best candidate drawn without lessons (when
+# the best was drawn with them), or a fresh generation that was shown the failing example.
 CandidateOrigin = Literal[
-    "generate", "control", "refine", "refine_hot", "refine_alt", "refine_bare", "fresh"
+    "generate", "control", "sample", "refine", "refine_hot", "refine_alt", "refine_bare", "fresh"
 ]
 
 

@@ -149,6 +149,7 @@ class RunSteps(Protocol):
         *,
         failure: str = "",
         temperature: float | None = None,
+        seed: int | None = None,
     ) -> tuple[Candidate, Usage]:
         """A fresh generation (shown `failure` and the lessons)."""
         ...

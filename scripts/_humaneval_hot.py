@@ -47,9 +47,9 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def candidate_budget(config: LoopConfig) -> int:
-    """Distinct candidates the loop may check on one problem without lessons: round 1's
-    greedy one, then up to `pool_size` per refinement round."""
-    return 1 + (config.max_rounds - 1) * config.pool_size
+    """Distinct candidates the loop may check on one problem without lessons: up to
+    `first_pool` in round 1, then up to `pool_size` per refinement round."""
+    return config.first_pool + (config.max_rounds - 1) * config.pool_size
 
 
 def k_values(samples: int, budget: int) -> tuple[int, ...]:

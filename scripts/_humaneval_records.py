@@ -17,12 +17,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.table import Table
 
-from agent.llm.base import Usage
+from agent.candidate import Candidate, parse_candidate
+from agent.llm.base import Completion, Usage
 from agent.result import RoundRecord, RunResult
-from scripts._humaneval_checks import HiddenScore, Problem
+from scripts._humaneval_checks import SOLUTION, HiddenScore, Problem
 from scripts._humaneval_hot import summarise_hot
 
 
@@ -55,17 +57,48 @@ def _refiner_gave_up(result: RunResult) -> bool:
     return len(rounds) < 2 or rounds[-1].feedback.signature() != rounds[-2].feedback.signature()
 
 
+class SingleShot(BaseModel):
+    """The loop's greedy round-1 generation: what a single-shot run would hand in."""
+
+    model_config = ConfigDict(frozen=True)
+
+    candidate: Candidate
+    visible_passed: bool
+    usage: Usage
+    seconds: float
+
+    @classmethod
+    def of(cls, result: RunResult, first_reply: Completion[Any], seconds: float) -> SingleShot:
+        """Round 1's greedy candidate: its chosen one when the round drew only it, else the
+        run's first reply (round 1 searched because it failed the visible check)."""
+        first = result.rounds[0]
+        if not first.pool:
+            return cls(
+                candidate=first.candidate,
+                visible_passed=first.feedback.passed,
+                usage=first.usage,
+                seconds=first.seconds,
+            )
+        greedy = next(e for e in first.pool if e.origin == "generate")
+        return cls(
+            candidate=parse_candidate(first_reply.text, (SOLUTION,)),
+            visible_passed=greedy.kind == "success",
+            usage=first_reply.usage,
+            seconds=seconds,
+        )
+
+
 def problem_record(
     problem: Problem,
     n_examples: int,
     result: RunResult,
+    shot: SingleShot,
     scores: tuple[HiddenScore, HiddenScore],
     metered: tuple[Usage, int],
 ) -> dict[str, Any]:
     """The JSON record of one problem; `scores` is (single shot, loop)."""
     single, loop = scores
     usage, repeats = metered
-    first = result.rounds[0]
     outcome = "same"
     if loop.passed != single.passed:
         outcome = "fixed" if loop.passed else "broke"
@@ -74,12 +107,12 @@ def problem_record(
         "entry_point": problem["entry_point"],
         "visible_examples": n_examples,
         "outcome": outcome,
-        "round1_digest": first.candidate.digest()[:12],
+        "round1_digest": shot.candidate.digest()[:12],
         "single": {
             "hidden_passed": single.passed,
-            "visible_passed": first.feedback.passed,
-            "tokens": _tokens(first.usage),
-            "seconds": round(first.seconds, 2),
+            "visible_passed": shot.visible_passed,
+            "tokens": _tokens(shot.usage),
+            "seconds": round(shot.seconds, 2),
             "hidden_detail": single.detail,
         },
         "loop": {
@@ -90,7 +123,8 @@ def problem_record(
             "stop_reason": result.stop_reason,
             "refiner_gave_up": _refiner_gave_up(result),
             "resamples": sum(r.resamples for r in result.rounds),
-            "refiner_calls": usage.calls - 1,
+            "round1_candidates": max(1, len(result.rounds[0].pool)),
+            "refiner_calls": usage.calls - result.rounds[0].usage.calls,
             "refiner_repeats": repeats,
             "tokens": _tokens(usage),
             "seconds": round(result.seconds, 2),

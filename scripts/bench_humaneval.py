@@ -13,11 +13,12 @@ that solution.py runs and defines the entry point. The hidden tests (`problem["t
 enter the task directory, the prompts or the feedback: they are written, with the final code,
 into a separate sandbox run after the loop has finished, and only decide the score.
 
-One run gives both conditions. At temperature 0 the loop's round 1 is exactly a single-shot
-generation (same generator prompt, same greedy decode), so the round-1 candidate is scored as
-"single shot" and the loop's best candidate (by visible checks) as "loop"; that halves the
-cost. It rests on determinism, which `round1_digest` in the JSON lets you verify across runs.
-The single-shot time and tokens are those of round 1 (generation plus its visible check).
+One run gives both conditions. At temperature 0 the loop's first generation is exactly a
+single-shot generation (same generator prompt, same greedy decode), so that candidate is
+scored as "single shot" and the loop's best candidate (by visible checks) as "loop"; that
+halves the cost. It rests on determinism, which `round1_digest` in the JSON lets you verify
+across runs. The single-shot time and tokens are those of that generation (and its visible
+check when round 1 drew nothing else); the loop's include round 1's hot samples.
 
 Model code never runs in this process: visible and hidden checks both run in agent.sandbox.
 Both checks execute the prompt before solution.py, as HumanEval's own harness does by
@@ -55,7 +56,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from agent.app.settings import Settings
-from agent.candidate import Candidate
 from agent.container import Limits
 from agent.errors import BackendError, ConfigurationError
 from agent.llm.base import LLM, Completion, M, Message, Usage
@@ -73,6 +73,7 @@ from scripts._humaneval_checks import (
 )
 from scripts._humaneval_hot import candidate_budget, draw_hot_samples, hot_record
 from scripts._humaneval_records import (
+    SingleShot,
     one_line,
     print_summary,
     problem_record,
@@ -95,6 +96,8 @@ class Meter:
         self.llm = llm
         self.usage = Usage()
         self.repeats = 0  # refiner answers identical to an earlier candidate
+        # The first reply since `take` (a run's greedy generation) and its seconds.
+        self.first: tuple[Completion[Any], float] | None = None
 
     @property
     def model_id(self) -> str:
@@ -109,9 +112,12 @@ class Meter:
         max_tokens: int | None = None,
         seed: int | None = None,
     ) -> Completion[M]:
+        started = time.monotonic()
         completion = self.llm.complete(
             messages, schema=schema, temperature=temperature, max_tokens=max_tokens, seed=seed
         )
+        if self.first is None:
+            self.first = (completion, time.monotonic() - started)
         self.usage += completion.usage
         return completion
 
@@ -122,7 +128,7 @@ class Meter:
     def take(self) -> tuple[Usage, int]:
         """Usage and repeats since the last call, then start counting afresh."""
         taken = self.usage, self.repeats
-        self.usage, self.repeats = Usage(), 0
+        self.usage, self.repeats, self.first = Usage(), 0, None
         return taken
 
 
@@ -143,14 +149,16 @@ def run_problem(
     task, n_examples = build_task(problem, root)
     meter.take()
     result = agent.run(task, run_id=problem["task_id"].replace("/", "-"))
+    if meter.first is None:
+        raise RuntimeError("the loop made no model call")  # a run always generates once
+    shot = SingleShot.of(result, *meter.first)
     metered = meter.take()
-    first: Candidate = result.rounds[0].candidate
-    single = score_hidden(sandbox, problem, first.files.get(SOLUTION))
-    if result.best_round == 1:
+    single = score_hidden(sandbox, problem, shot.candidate.files.get(SOLUTION))
+    if result.best.digest() == shot.candidate.digest():
         loop = single  # the same code: no need to run the hidden tests twice
     else:
         loop = score_hidden(sandbox, problem, result.best.files.get(SOLUTION))
-    record = problem_record(problem, n_examples, result, (single, loop), metered)
+    record = problem_record(problem, n_examples, result, shot, (single, loop), metered)
     # Where the docstring contradicts the hidden tests (HumanEval/47, /116) the visible
     # feedback pushes the model the wrong way; the flag lets the analysis set these apart.
     record["canonical_passes_visible"] = canonical_passes_visible(sandbox, task, problem)
@@ -171,6 +179,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model", default="local", help="model spec for resolve_llm")
     parser.add_argument("--max-rounds", type=int, default=3)
     parser.add_argument("--pool-size", type=int, default=LoopConfig().pool_size)
+    parser.add_argument("--first-pool", type=int, default=LoopConfig().first_pool)
     parser.add_argument("--limit", type=int, default=None, help="only this many problems")
     parser.add_argument("--offset", type=int, default=0, help="skip this many problems first")
     parser.add_argument("--out", type=Path, default=Path("bench-results/humaneval.json"))
@@ -215,7 +224,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigurationError as exc:
         console.print(f"[red]cannot load model {args.model!r}: {exc}")
         return 2
-    config = LoopConfig(max_rounds=args.max_rounds, temperature=0.0, pool_size=args.pool_size)
+    config = LoopConfig(
+        max_rounds=args.max_rounds,
+        temperature=0.0,
+        pool_size=args.pool_size,
+        first_pool=args.first_pool,
+    )
     meta: dict[str, Any] = {
         "model": llm.model_id,
         "spec": args.model,

@@ -106,6 +106,7 @@ class BenchConfig(BaseModel):
     train_frac: float = Field(default=0.5, gt=0, lt=1)
     max_rounds: int = Field(default=3, ge=1)
     pool_size: int = Field(default=LoopConfig().pool_size, ge=1)
+    first_pool: int = Field(default=LoopConfig().first_pool, ge=1)
     temperature: float = 0.0
     conditions: tuple[Condition, ...] = CONDITIONS
     embedder: str = "minilm"
@@ -268,6 +269,7 @@ class LearningBench:
                 max_rounds=self.config.max_rounds,
                 temperature=self.config.temperature,
                 pool_size=self.config.pool_size,
+                first_pool=self.config.first_pool,
             ),
         )
         return agent.run(task, run_id=run_id)
@@ -312,6 +314,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[BenchConfig, Path, bool]:
     p.add_argument("--train-frac", type=float, default=0.5)
     p.add_argument("--max-rounds", type=int, default=3)
     p.add_argument("--pool-size", type=int, default=LoopConfig().pool_size)
+    p.add_argument("--first-pool", type=int, default=LoopConfig().first_pool)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--conditions", default=",".join(CONDITIONS))
     p.add_argument("--embedder", choices=("minilm", "hash"), default="minilm")
@@ -319,7 +322,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[BenchConfig, Path, bool]:
     p.add_argument("--keep-stores", action="store_true", help="keep the memory stores in --out")
     a = p.parse_args(argv)
     fields = ("model", "seeds", "orders", "limit", "per_family", "train_frac", "max_rounds",
-              "pool_size", "temperature", "embedder", "budget_min", "sec_per_run",
+              "pool_size", "first_pool", "temperature", "embedder", "budget_min", "sec_per_run",
               "sec_per_retro")  # fmt: skip
     config = BenchConfig(
         task_dirs=tuple(a.task_dirs),

@@ -234,7 +234,7 @@ def _play(
             ScriptedLLM.by_system(routes),
             recall=NullRecall(),
             sandbox=sandbox,
-            config=LoopConfig(pool_size=1, **cfg),
+            config=LoopConfig(pool_size=1, first_pool=1, **cfg),
         )
         try:
             result = agent.run(task)

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agent.loop import LoopConfig
 from agent.task import Task
+
+# One candidate per round: for tests of what a round does, not of its search.
+ONE_DRAW = LoopConfig(pool_size=1, first_pool=1)
 
 GEN = "careful Python programmer"
 CRITIC = "strict reviewer"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.candidate import parse_candidate
 from agent.container import Limits
 from agent.llm.scripted import ScriptedLLM, approx_tokens
 from agent.loop import LoopConfig, ReflectiveAgent
@@ -180,7 +181,7 @@ def test_scripted_run_scores_round_one_as_single_shot_and_best_as_loop(
         meter,
         recall=NullRecall(),
         sandbox=sandbox,
-        config=LoopConfig(max_rounds=3, pool_size=1),
+        config=LoopConfig(max_rounds=3, pool_size=1, first_pool=1),
         observer=meter.observe,
     )
     record = run_problem(agent, meter, sandbox, problem, tmp_path)
@@ -196,6 +197,32 @@ def test_scripted_run_scores_round_one_as_single_shot_and_best_as_loop(
     assert summary["loop_tokens"]["completion"] > summary["single_tokens"]["completion"]
 
 
+def test_a_round_one_sample_that_passes_is_the_loop_and_the_greedy_one_the_single_shot(
+    problems: Mapping, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    problem = problems["53"]
+    wrong = "def add(x: int, y: int) -> int:\n    return x * y\n"
+    llm = ScriptedLLM.by_system({GEN: [code(wrong), code(canonical(problem))]})
+    meter = Meter(llm)
+    agent = ReflectiveAgent(
+        meter,
+        recall=NullRecall(),
+        sandbox=sandbox,
+        config=LoopConfig(max_rounds=3, pool_size=1, first_pool=2),
+        observer=meter.observe,
+    )
+    record = run_problem(agent, meter, sandbox, problem, tmp_path)
+    single, loop = record["single"], record["loop"]
+    assert single["hidden_passed"] is False and single["visible_passed"] is False
+    assert loop["hidden_passed"] is True and record["outcome"] == "fixed"
+    assert loop["rounds"] == 1 and loop["round1_candidates"] == 2 and loop["refiner_calls"] == 0
+    assert record["round1_digest"] == parse_candidate(code(wrong), ("solution.py",)).digest()[:12]
+    # The single shot is charged its own call only; the loop both.
+    replies = [approx_tokens(c.reply) for c in llm.calls]
+    assert single["tokens"]["completion"] == replies[0]
+    assert loop["tokens"]["completion"] == sum(replies) and len(replies) == 2
+
+
 def test_refiner_repeats_are_counted_and_their_tokens_kept(
     problems: Mapping, sandbox: Sandbox, tmp_path: Path
 ) -> None:
@@ -204,7 +231,7 @@ def test_refiner_repeats_are_counted_and_their_tokens_kept(
     # The refiner only ever returns the first attempt again: the loop stalls with no round 2.
     llm = ScriptedLLM.by_system({GEN: [code(wrong)], REFINE: [fix(wrong)] * 3})
     meter = Meter(llm)
-    config = LoopConfig(max_rounds=3, resample_attempts=2, pool_size=1)
+    config = LoopConfig(max_rounds=3, resample_attempts=2, pool_size=1, first_pool=1)
     agent = ReflectiveAgent(
         meter, recall=NullRecall(), sandbox=sandbox, config=config, observer=meter.observe
     )
@@ -243,8 +270,9 @@ def test_pass_at_k_is_the_unbiased_estimator() -> None:
 
 
 def test_reported_k_include_the_loops_candidate_budget_when_estimable() -> None:
-    assert candidate_budget(LoopConfig(max_rounds=3, pool_size=3)) == 7
-    assert candidate_budget(LoopConfig(max_rounds=1, pool_size=3)) == 1
+    assert candidate_budget(LoopConfig(max_rounds=3, pool_size=3, first_pool=1)) == 7
+    assert candidate_budget(LoopConfig(max_rounds=3, pool_size=3, first_pool=4)) == 10
+    assert candidate_budget(LoopConfig(max_rounds=1, pool_size=3, first_pool=1)) == 1
     assert k_values(3, 7) == (1, 3)
     assert k_values(10, 7) == (1, 7, 10)
     assert k_values(1, 1) == (1,)
@@ -258,7 +286,7 @@ def test_one_of_three_hot_samples_passing_gives_pass_at_1_a_third_and_pass_at_3_
     samples = [code(wrong), code(canonical(problem)), "I cannot write this."]
     llm = ScriptedLLM.by_system({GEN: [code(canonical(problem)), *samples]})
     meter = Meter(llm)
-    config = LoopConfig(max_rounds=3, pool_size=1)  # a budget of 3 candidates
+    config = LoopConfig(max_rounds=3, pool_size=1, first_pool=1)  # a budget of 3 candidates
     agent = ReflectiveAgent(
         meter, recall=NullRecall(), sandbox=sandbox, config=config, observer=meter.observe
     )
@@ -358,7 +386,7 @@ def test_resume_adds_hot_samples_to_kept_problems_and_new_ones(
     summary = after["summary"]
     assert summary["problems"] == 2 and summary["loop_passed"] == 2
     assert summary["hot_problems"] == 2 and summary["hot_pass_at"] == {"1": 0.5, "2": 1.0}
-    assert summary["hot_candidate_budget"] == 7  # the defaults' budget: beyond K, not reported
+    assert summary["hot_candidate_budget"] == 10  # the defaults' budget: beyond K, not reported
     # A second resume finds nothing left to heat or run: the file stays as it was.
     assert bench(tmp_path, [], *args) == 0
     again = json.loads((tmp_path / "he.json").read_text(encoding="utf-8"))

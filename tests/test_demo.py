@@ -37,7 +37,13 @@ def demo(
 ) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "replies.json"
     script.write_text(json.dumps(replies))
-    env = {**os.environ, "LESSONLOOP_HOME": str(tmp_path / "home"), **env_vars}
+    # One generation per round 1: the replies script each draw.
+    env = {
+        **os.environ,
+        "LESSONLOOP_HOME": str(tmp_path / "home"),
+        "LESSONLOOP_FIRST_POOL": "1",
+        **env_vars,
+    }
     return subprocess.run(
         [sys.executable, "-m", "agent", "demo", "--model", f"scripted:{script}", *args],
         capture_output=True,

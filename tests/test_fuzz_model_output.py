@@ -73,7 +73,7 @@ def test_any_model_output_becomes_feedback_not_an_exception(replies: list[str]) 
             llm,
             recall=NullRecall(),
             sandbox=SANDBOX,
-            config=LoopConfig(max_rounds=2, pool_size=2, critic="always"),
+            config=LoopConfig(max_rounds=2, pool_size=2, first_pool=1, critic="always"),
         )
         result = agent.run(task)
         assert {r.feedback.kind for r in result.rounds} <= set(get_args(FeedbackKind))

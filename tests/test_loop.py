@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,7 +16,19 @@ from agent.loop import LoopConfig, LoopEvent, ReflectiveAgent
 from agent.sandbox import Sandbox
 from memory.render import HEADER, estimate_tokens
 from memory.types import Lesson, LessonQuery, NullRecall, RecallStage, ScoredLesson
-from tests.helpers import CRASH, CRITIC, GEN, GOOD, REFINE, WRONG, code, critique, fix, make_task
+from tests.helpers import (
+    CRASH,
+    CRITIC,
+    GEN,
+    GOOD,
+    ONE_DRAW,
+    REFINE,
+    WRONG,
+    code,
+    critique,
+    fix,
+    make_task,
+)
 
 
 def agent_for(llm: ScriptedLLM, tmp_path: Path, **config: object) -> ReflectiveAgent:
@@ -23,7 +36,7 @@ def agent_for(llm: ScriptedLLM, tmp_path: Path, **config: object) -> ReflectiveA
         llm,
         recall=NullRecall(),
         sandbox=Sandbox(Limits(cpu_s=10)),
-        config=LoopConfig(**{"pool_size": 1, **config}),  # type: ignore[arg-type]
+        config=LoopConfig(**{"pool_size": 1, "first_pool": 1, **config}),  # type: ignore[arg-type]
         runs_dir=tmp_path / "runs",
     )
 
@@ -229,7 +242,9 @@ def test_recall_seeds_generation_and_reflection(tmp_path: Path) -> None:
     # Round 1's control (the generation without lessons) writes the same program: the
     # lesson did not make it worse, so the reflection shows it again.
     llm = ScriptedLLM.by_system({GEN: [code(CRASH)] * 2, REFINE: [fix(GOOD)]})
-    agent = ReflectiveAgent(llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), runs_dir=None)
+    agent = ReflectiveAgent(
+        llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), config=ONE_DRAW, runs_dir=None
+    )
     result = agent.run(make_task(tmp_path), run_id="run-1")
     assert [q.stage for q in recall.queries] == ["seed", "reflection"]
     assert "KeyError" in recall.queries[1].error_types
@@ -247,7 +262,7 @@ def test_reflection_query_leaves_out_what_the_program_printed(tmp_path: Path) ->
     printing = "import json\nprint('Skipping row 1: 12%; $4')\njson.dump(41, open('out.json', 'w'))"
     recall = _OneLessonRecall()
     llm = ScriptedLLM.by_system({GEN: [code(printing)] * 2, REFINE: [fix(GOOD)]})
-    config = LoopConfig(pool_size=1)
+    config = LoopConfig(pool_size=1, first_pool=1)
     agent = ReflectiveAgent(
         llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), config=config, runs_dir=None
     )
@@ -266,7 +281,8 @@ def test_seed_query_is_the_goal_with_input_heads_and_the_datas_profile_as_surfac
     (task.workspace / "amounts.csv").write_text('id,amount\n1,$860.45\n2,"$4,332.59"\n3,$9\n')
     recall = _OneLessonRecall()
     llm = ScriptedLLM.by_system({GEN: [code(GOOD)]})
-    ReflectiveAgent(llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), runs_dir=None).run(task)
+    sandbox = Sandbox(Limits(cpu_s=10))
+    ReflectiveAgent(llm, recall=recall, sandbox=sandbox, config=ONE_DRAW, runs_dir=None).run(task)
     (seed,) = recall.queries
     amounts = '--- amounts.csv ---\nid,amount\n1,$860.45\n2,"$4,332.59"'  # 3 lines
     # The third row shows only in the profile (agent.evidence.input_profile).
@@ -289,7 +305,8 @@ def test_every_recall_carries_the_task_s_data_for_the_data_gate(tmp_path: Path) 
     (task.workspace / "amounts.csv").write_text("id,amount\n1,$860.45\n")
     recall = _OneLessonRecall()
     llm = ScriptedLLM.by_system({GEN: [code(CRASH)] * 2, REFINE: [fix(GOOD)]})
-    ReflectiveAgent(llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), runs_dir=None).run(task)
+    sandbox = Sandbox(Limits(cpu_s=10))
+    ReflectiveAgent(llm, recall=recall, sandbox=sandbox, config=ONE_DRAW, runs_dir=None).run(task)
     seed, reflection = recall.queries
     assert reflection.stage == "reflection" and reflection.surface == ()
     assert reflection.data == seed.data and any("$860.45" in v for v in reflection.data)
@@ -299,7 +316,7 @@ def test_a_lesson_longer_than_the_budget_reaches_the_prompt_clipped(tmp_path: Pa
     recall = _OneLessonRecall()
     recall.lesson = recall.lesson.model_copy(update={"symptom": "KeyError 'qty' " * 60})
     llm = ScriptedLLM.by_system({GEN: [code(GOOD)]})
-    config = LoopConfig(lesson_token_budget=90)
+    config = LoopConfig(lesson_token_budget=90, first_pool=1)
     agent = ReflectiveAgent(
         llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), config=config, runs_dir=None
     )
@@ -443,3 +460,79 @@ def test_hot_samples_also_repair_the_last_rounds_runner_up(tmp_path: Path) -> No
     round3 = result.rounds[2].pool
     assert [e.origin for e in round3] == ["refine", "refine_alt"]
     assert seen_bases == ["json.dump(10", "json.dump(5"]
+
+
+# -- round 1's search -----------------------------------------------------------------------
+
+
+def test_round_one_samples_hot_until_one_passes(tmp_path: Path) -> None:
+    # The greedy program crashes; the first hot sample repeats it (not checked again), the
+    # next one is wrong, the third passes and ends the round: no refinement round follows.
+    llm = ScriptedLLM.by_system({GEN: [code(CRASH), code(CRASH), code(WRONG), code(GOOD)]})
+    result = agent_for(llm, tmp_path, first_pool=4).run(make_task(tmp_path))
+    assert result.passed and len(result.rounds) == 1 and result.best_round == 1
+    first = result.rounds[0]
+    assert [(e.origin, e.kind, e.chosen) for e in first.pool] == [
+        ("generate", "runtime_error", False),
+        ("sample", "check_failed", False),
+        ("sample", "success", True),
+    ]
+    assert first.resamples == 1 and first.usage.calls == 4  # the repeat's tokens count
+    assert [(c.temperature, c.seed) for c in llm.calls] == [
+        (0.0, None),
+        (0.8, 1),
+        (0.8, 2),
+        (0.8, 3),
+    ]
+    # A pass drawn from round 1's prompt repaired nothing: there is no change to verify.
+    assert result.verified_files is None
+
+
+def test_round_one_keeps_the_best_sample_and_refines_it(tmp_path: Path) -> None:
+    # Nothing passes in round 1: the sample that ran (a wrong value) outranks the greedy
+    # crash, and round 2 repairs it.
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(CRASH), code(WRONG)], REFINE: [fix(GOOD, "the value is 42")]}
+    )
+    result = agent_for(llm, tmp_path, first_pool=2).run(make_task(tmp_path))
+    assert result.passed and len(result.rounds) == 2
+    assert result.rounds[0].feedback.kind == "check_failed"
+    assert [(e.origin, e.chosen) for e in result.rounds[0].pool] == [
+        ("generate", False),
+        ("sample", True),
+    ]
+    refine_prompt = next(c for c in llm.calls if REFINE in c.system).messages[-1].content
+    assert "41" in refine_prompt  # the wrong value's program is the one repaired
+
+
+def test_round_one_samples_stop_at_the_token_budget(tmp_path: Path) -> None:
+    llm = ScriptedLLM.by_system({GEN: [code(CRASH), code(WRONG), code(GOOD)]})
+    task = make_task(tmp_path)
+    first_cost = ScriptedLLM.by_system({GEN: [code(CRASH)]})
+    budget = agent_for(first_cost, tmp_path, max_rounds=1).run(task).usage.total_tokens
+    result = agent_for(llm, tmp_path, first_pool=4, token_budget=budget).run(task)
+    # The greedy draw spent the budget: no sample, no refinement.
+    assert not result.passed and len(llm.calls) == 1 and result.stop_reason == "budget"
+
+
+def test_round_one_samples_show_the_lessons_unless_the_control_outranked_them(
+    tmp_path: Path,
+) -> None:
+    def sample_prompts(first: str, control: str) -> list[bool]:
+        shutil.rmtree(tmp_path / "task", ignore_errors=True)
+        recall = _OneLessonRecall()
+        llm = ScriptedLLM.by_system({GEN: [code(first), code(control), code(GOOD)]})
+        config = LoopConfig(pool_size=1, first_pool=3)
+        agent = ReflectiveAgent(
+            llm, recall=recall, sandbox=Sandbox(Limits(cpu_s=10)), config=config, runs_dir=None
+        )
+        result = agent.run(make_task(tmp_path))
+        assert result.passed and len(result.rounds) == 1
+        assert [e.origin for e in result.rounds[0].pool] == ["generate", "control", "sample"]
+        return ["use .get with a default" in c.messages[-1].content for c in llm.calls]
+
+    # The control crashed where the lesson's program ran: the sample is shown the lesson.
+    assert sample_prompts(WRONG, CRASH) == [True, False, True]
+    # The control got further than the lesson's program: the lesson misled, the sample is
+    # drawn without it.
+    assert sample_prompts(CRASH, WRONG) == [True, False, False]

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from agent.container import Limits
 from agent.llm.scripted import ScriptedLLM
-from agent.loop import LoopConfig, LoopEvent, ReflectiveAgent
+from agent.loop import LoopEvent, ReflectiveAgent
 from agent.reduce import reduce_change
 from agent.sandbox import Sandbox
 from memory.types import NullRecall
 from retrospectives.facts import diff_summary, failure_steps
-from tests.helpers import GEN, REFINE, code, fix, make_task
+from tests.helpers import GEN, ONE_DRAW, REFINE, code, fix, make_task
 
 BEFORE = """import csv
 total = 0
@@ -151,7 +151,7 @@ def test_the_loop_reduces_a_passing_refinement_in_the_sandbox(tmp_path: Path) ->
     llm = ScriptedLLM.by_system({GEN: [code(naive)], REFINE: [fix(fixed, "strip '$'")]})
     events: list[LoopEvent] = []
     agent = ReflectiveAgent(llm, recall=NullRecall(), sandbox=Sandbox(Limits(cpu_s=10)),
-                            config=LoopConfig(pool_size=1), runs_dir=tmp_path / "runs")  # fmt: skip
+                            config=ONE_DRAW, runs_dir=tmp_path / "runs")  # fmt: skip
     agent.observer = events.append
     result = agent.run(task)
     assert result.passed and len(result.rounds) == 2
@@ -167,7 +167,7 @@ def test_the_loop_reduces_a_passing_refinement_in_the_sandbox(tmp_path: Path) ->
     # Off: the change is shown as it passed.
     llm2 = ScriptedLLM.by_system({GEN: [code(naive)], REFINE: [fix(fixed, "strip '$'")]})
     agent2 = ReflectiveAgent(llm2, recall=NullRecall(), sandbox=Sandbox(Limits(cpu_s=10)),
-                             config=LoopConfig(pool_size=1, reduce_budget=0))  # fmt: skip
+                             config=ONE_DRAW.model_copy(update={"reduce_budget": 0}))  # fmt: skip
     off = agent2.run(task)
     assert off.passed and off.verified_files is None and off.taken_back == ()
     assert "except" in failure_steps(off)[0].diff
@@ -199,7 +199,7 @@ def test_an_earlier_failure_is_shown_the_change_as_it_passed(tmp_path: Path) -> 
         {GEN: [code(naive)], REFINE: [fix(swallowed, "skip bad rows"), fix(stripped, "strip")]}
     )
     agent = ReflectiveAgent(llm, recall=NullRecall(), sandbox=Sandbox(Limits(cpu_s=10)),
-                            config=LoopConfig(pool_size=1))  # fmt: skip
+                            config=ONE_DRAW)  # fmt: skip
     result = agent.run(task)
     assert result.passed and [r.feedback.kind for r in result.rounds] == [
         "runtime_error", "check_failed", "success"

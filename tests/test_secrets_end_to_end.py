@@ -15,11 +15,11 @@ from pathlib import Path
 from agent.app.session import run_with_memory
 from agent.container import Limits
 from agent.llm.scripted import ScriptedLLM
-from agent.loop import LoopConfig, ReflectiveAgent
+from agent.loop import ReflectiveAgent
 from agent.sandbox import Sandbox
 from memory import Memory
 from memory.export import export_lessons
-from tests.helpers import GEN, GOOD, REFINE, code, fix, make_task
+from tests.helpers import GEN, GOOD, ONE_DRAW, REFINE, code, fix, make_task
 
 KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z_Ab-cD"
 PASSWORD = "hunter2-Tr0ub4dor"
@@ -43,7 +43,10 @@ def test_secrets_in_a_run_never_reach_the_memory(tmp_path: Path) -> None:
     )
     memory = Memory.in_memory()
     agent = ReflectiveAgent(
-        llm, recall=memory, sandbox=Sandbox(Limits(cpu_s=10)), config=LoopConfig(pool_size=1)
+        llm,
+        recall=memory,
+        sandbox=Sandbox(Limits(cpu_s=10)),
+        config=ONE_DRAW,
     )
     session = run_with_memory(agent, make_task(tmp_path), memory, retro_llm=llm)
     assert session.run.passed and [a.action for a in session.lessons] == ["created"]

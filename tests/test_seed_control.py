@@ -68,7 +68,7 @@ def _agent(llm: ScriptedLLM, recall: _StoredLessonRecall, **config: object) -> R
         llm,
         recall=recall,
         sandbox=Sandbox(Limits(cpu_s=10)),
-        config=LoopConfig(**{"pool_size": 1, **config}),  # type: ignore[arg-type]
+        config=LoopConfig(**{"pool_size": 1, "first_pool": 1, **config}),  # type: ignore[arg-type]
     )
 
 
@@ -230,7 +230,7 @@ def test_no_control_when_the_lessons_pass_or_it_is_off(
 
 
 def test_with_lessons_the_greedy_refiner_is_drawn_twice_and_hot_samples_alternate() -> None:
-    cfg = LoopConfig(pool_size=4, resample_attempts=0)
+    cfg = LoopConfig(pool_size=4, first_pool=1, resample_attempts=0)
     plain = plan_draws(cfg, has_output=True, has_runner_up=False)
     assert plain == [
         ("refine", 0.0, False),

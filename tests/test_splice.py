@@ -129,7 +129,7 @@ def test_the_loop_checks_the_spliced_program_and_passes(tmp_path: Path) -> None:
         llm,
         recall=NullRecall(),
         sandbox=Sandbox(Limits(cpu_s=10)),
-        config=LoopConfig(pool_size=1),
+        config=LoopConfig(pool_size=1, first_pool=1),
         runs_dir=tmp_path / "runs",
     )
     result = agent.run(make_task(tmp_path))

@@ -62,6 +62,10 @@ def run(
         int | None,
         typer.Option("--pool-size", min=1, help="Candidates checked per refinement round"),
     ] = None,
+    first_pool: Annotated[
+        int | None,
+        typer.Option("--first-pool", min=1, help="Candidates checked in round 1 (greedy + hot)"),
+    ] = None,
     token_budget: Annotated[
         int | None, typer.Option("--token-budget", min=1, help="Tokens one task may spend")
     ] = None,
@@ -77,6 +81,7 @@ def run(
             max_rounds=max_rounds,
             memory=memory,
             pool_size=pool_size,
+            first_pool=first_pool,
             token_budget=token_budget,
         )
         store = None if no_memory else open_memory(settings)

@@ -130,6 +130,7 @@ def run_task(
             max_rounds=settings.max_rounds,
             score_threshold=settings.score_threshold,
             pool_size=settings.pool_size,
+            first_pool=settings.first_pool,
             token_budget=settings.token_budget,
             reduce_budget=settings.reduce_budget,
         ),

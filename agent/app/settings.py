@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     score_threshold: float = Field(default=8.0, ge=1, le=10)
     # Distinct candidates checked per refinement round (the search), and a per-task cap.
     pool_size: int = Field(default=3, ge=1, le=16)
+    # Distinct candidates checked in round 1: the greedy generation, then hot ones.
+    first_pool: int = Field(default=4, ge=1, le=16)
     # Checks after a pass that take back what the fix did not need (agent.reduce); 0: off.
     reduce_budget: int = Field(default=8, ge=0, le=100)
     token_budget: int | None = Field(default=None, ge=1)

@@ -19,13 +19,13 @@ from memory_servers import StoreSpec
 
 from agent.container import Limits
 from agent.llm.scripted import ScriptedLLM
-from agent.loop import LoopConfig, ReflectiveAgent
+from agent.loop import ReflectiveAgent
 from agent.sandbox import Sandbox
 from memory import HashEmbedder, LessonDraft, LessonFilter, LessonQuery, Memory
 from memory.export import export_lessons, import_lessons
 from memory.seed import seed_lessons
 from retrospectives.consolidate import ConsolidationConfig, consolidate, undo
-from tests.helpers import GEN, GOOD, REFINE, WRONG, code, fix, make_task
+from tests.helpers import GEN, GOOD, ONE_DRAW, REFINE, WRONG, code, fix, make_task
 
 A, B, GLOBAL = "team-a", "team-b", "global"
 TEXTS = (
@@ -140,7 +140,10 @@ def test_a_run_recalls_only_its_own_scope_at_seed_and_reflection(tmp_path: Path)
         (own,) = memory.add_many([loop_draft(A, 0)])
         llm = ScriptedLLM.by_system({GEN: [code(WRONG)] * 2, REFINE: [fix(GOOD)]})
         agent = ReflectiveAgent(
-            llm, recall=memory, sandbox=Sandbox(Limits(cpu_s=10)), config=LoopConfig(pool_size=1)
+            llm,
+            recall=memory,
+            sandbox=Sandbox(Limits(cpu_s=10)),
+            config=ONE_DRAW,
         )
         task = make_task(tmp_path).model_copy(update={"scope": A})
         result = agent.run(task)

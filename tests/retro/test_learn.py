@@ -45,7 +45,7 @@ def agent(memory: Memory, tmp_path: Path) -> tuple[ReflectiveAgent, ScriptedLLM]
             llm,
             recall=memory,
             sandbox=Sandbox(Limits(cpu_s=10)),
-            config=LoopConfig(max_rounds=3, pool_size=1),
+            config=LoopConfig(max_rounds=3, pool_size=1, first_pool=1),
             runs_dir=tmp_path / "runs",
         ),
         llm,

@@ -23,7 +23,7 @@ def run(tmp_path: Path, replies: dict[str, list[str]], rounds: int = 3):  # type
         ScriptedLLM.by_system(replies),
         recall=NullRecall(),
         sandbox=Sandbox(Limits(cpu_s=10)),
-        config=LoopConfig(max_rounds=rounds, pool_size=1),
+        config=LoopConfig(max_rounds=rounds, pool_size=1, first_pool=1),
     )
     return agent.run(make_task(tmp_path))
 
