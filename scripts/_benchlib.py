@@ -168,6 +168,8 @@ class RunRecord(BaseModel):
     first_round_passed: bool
     # Round 1 passed by its control (the generation without seed lessons), not the lessons.
     first_round_by_control: bool = False
+    # Round 1 passed by one of its hot samples, not its greedy generation(s).
+    first_round_by_sample: bool = False
     rounds: int
     stop_reason: str
     tokens: int
@@ -191,6 +193,7 @@ class ConditionMetrics(BaseModel):
     runs: int
     first_round_success: Spread
     first_round_by_control: Spread  # share of runs whose round 1 the control passed
+    first_round_by_sample: Spread  # share of runs whose round 1 a hot sample passed
     final_success: Spread
     mean_rounds: Spread
     tokens_per_solved: Spread
@@ -205,6 +208,7 @@ def _stream_figures(rs: Sequence[RunRecord]) -> dict[str, float | None]:
     return {
         "first_round_success": ratio(sum(r.first_round_passed for r in rs), len(rs)),
         "first_round_by_control": ratio(sum(r.first_round_by_control for r in rs), len(rs)),
+        "first_round_by_sample": ratio(sum(r.first_round_by_sample for r in rs), len(rs)),
         "final_success": ratio(solved, len(rs)),
         "mean_rounds": ratio(sum(r.rounds for r in rs), len(rs)),
         "tokens_per_solved": ratio(sum(r.tokens for r in rs), solved),
@@ -310,7 +314,8 @@ def plot_curves(records: Sequence[RunRecord], split: int | None, path: Path) -> 
         ax.set_title(title)
         ax.set_xlabel("position in the task stream")
         ax.grid(alpha=0.3)
-    axes[0].legend(loc="lower right")
+    if records:  # interrupted before the first run finished: an empty plot, no legend
+        axes[0].legend(loc="lower right")
     fig.suptitle("bench_learning: mean over orders and seeds (band: min-max); dashed: train split")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -348,7 +353,8 @@ class SeededLLM:
 
 
 _COLUMNS = (("1st-round ok", "first_round_success", "{:.2f}"), ("by control",
-            "first_round_by_control", "{:.2f}"), ("final ok", "final_success",
+            "first_round_by_control", "{:.2f}"), ("by sample", "first_round_by_sample",
+            "{:.2f}"), ("final ok", "final_success",
             "{:.2f}"), ("rounds", "mean_rounds", "{:.2f}"), ("tokens/solved",
             "tokens_per_solved", "{:.0f}"), ("s/solved", "seconds_per_solved", "{:.1f}"),
             ("retro tok/solved", "retro_tokens_per_solved", "{:.0f}"), ("recall rate",
@@ -376,12 +382,18 @@ def record(cond: Condition, task: Task, result: RunResult, key: dict[str, Any]) 
     return RunRecord(
         condition=cond, task_id=task.id, family=family_of(task), passed=result.passed,
         first_round_passed=result.rounds[0].feedback.passed, rounds=len(result.rounds),
-        first_round_by_control=result.rounds[0].feedback.passed
-        and any(e.chosen and e.origin == "control" for e in result.rounds[0].pool),
+        first_round_by_control=_first_passed_by(result, "control"),
+        first_round_by_sample=_first_passed_by(result, "sample"),
         stop_reason=result.stop_reason, tokens=result.usage.total_tokens,
         seconds=round(result.seconds, 3), recalled_seed=tuple(dict.fromkeys(seed_ids)),
         recalled_reflection=tuple(dict.fromkeys(later)), **key,
     )  # fmt: skip
+
+
+def _first_passed_by(result: RunResult, origin: str) -> bool:
+    """Round 1 passed, and its chosen candidate was drawn as `origin`."""
+    first = result.rounds[0]
+    return first.feedback.passed and any(e.chosen and e.origin == origin for e in first.pool)
 
 
 class LearningResults(BaseModel):

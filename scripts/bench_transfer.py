@@ -96,9 +96,10 @@ def first_rounds(llm: LLM, task: Task, recall: Recall, sandbox: Sandbox, k: int)
     passed = tokens = recalled = 0
     outcomes: list[str] = []
     for i in range(k + 1):
-        # No control: the round must show what the lesson does, not the better of both.
+        # No control and no round-1 search: each sample is one generation, so the round
+        # shows what the lesson does, not the best of several draws.
         temp = 0.0 if i == 0 else 0.8
-        config = LoopConfig(max_rounds=1, temperature=temp, seed_control=False)
+        config = LoopConfig(max_rounds=1, temperature=temp, seed_control=False, first_pool=1)
         result = ReflectiveAgent(llm, recall=recall, sandbox=sandbox, config=config).run(task)
         passed += result.passed
         tokens += result.usage.total_tokens

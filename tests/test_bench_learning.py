@@ -17,12 +17,22 @@ from rich.console import Console
 from agent.container import Limits
 from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
+from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import Sandbox
 from agent.task import load_task
 from memory import HashEmbedder, LessonNotFoundError, Memory
-from scripts._benchlib import RunRecord, discover_tasks, round_robin, select_tasks, summarise
+from memory.types import NullRecall
+from scripts._benchlib import (
+    RunRecord,
+    discover_tasks,
+    record,
+    round_robin,
+    select_tasks,
+    summarise,
+)
 from scripts._lesson_audit import audit
 from scripts.bench_learning import BenchConfig, fit_budget, plan, run_bench
+from tests import helpers
 from tests.helpers import GEN, REFINE, code, fix
 
 LESSON_SYSTEM = "You write one lesson"
@@ -150,6 +160,25 @@ def test_summary_is_hand_checkable() -> None:
     assert whole.mean_rounds.mean == pytest.approx(1.5)
 
 
+def test_a_round_one_pass_by_a_hot_sample_is_counted_as_such(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    task = helpers.make_task(tmp_path)
+    key = {"seed": 0, "order": 0, "position": 0, "phase": "eval"}
+
+    def first_round(replies: list[str]) -> RunRecord:
+        llm = ScriptedLLM.by_system({GEN: replies})
+        config = LoopConfig(first_pool=2, max_rounds=1)
+        result = ReflectiveAgent(llm, recall=NullRecall(), sandbox=sandbox, config=config).run(task)
+        return record("none", task, result, key)
+
+    by_sample = first_round([code(helpers.CRASH), code(helpers.GOOD)])
+    assert by_sample.first_round_passed and by_sample.first_round_by_sample
+    greedy = first_round([code(helpers.GOOD)])
+    assert greedy.first_round_passed and not greedy.first_round_by_sample
+    assert not greedy.first_round_by_control
+
+
 def test_three_conditions_learn_recall_and_write_results(tmp_path: Path, sandbox: Sandbox) -> None:
     root = make_tasks(tmp_path / "tasks")
     out = tmp_path / "out"
@@ -218,7 +247,8 @@ def test_three_conditions_learn_recall_and_write_results(tmp_path: Path, sandbox
 def test_ctrl_c_keeps_partial_results(tmp_path: Path, sandbox: Sandbox) -> None:
     root = make_tasks(tmp_path / "tasks")
     out = tmp_path / "out"
-    config = BenchConfig(task_dirs=(root,), orders=1, embedder="hash")
+    # One draw per round 1, so the first runs finish before the interrupt.
+    config = BenchConfig(task_dirs=(root,), orders=1, embedder="hash", first_pool=1)
     results = run_bench(
         config,
         out,
@@ -257,3 +287,21 @@ def test_the_audit_counts_unverified_lessons_and_recalls_of_unsolved_runs() -> N
     found = audit(records, stored)
     assert (found.lessons, found.verified, found.unverified_share) == (3, 1, 0.667)
     assert (found.from_unsolved_runs, found.recalls, found.recalls_of_unsolved) == (1, 3, 2)
+
+
+def test_ctrl_c_before_the_first_run_finished_still_writes_the_results(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    out = tmp_path / "out"
+    config = BenchConfig(task_dirs=(make_tasks(tmp_path / "tasks"),), orders=1, embedder="hash")
+    results = run_bench(
+        config,
+        out,
+        llm=scripted_model(interrupt_after=1),
+        embedder=HashEmbedder(),
+        sandbox=sandbox,
+        console=Console(quiet=True),
+    )
+    data = json.loads((out / "bench_learning.json").read_text())
+    assert results.interrupted and data["records"] == []
+    assert (out / "bench_learning.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
