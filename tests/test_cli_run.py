@@ -63,7 +63,12 @@ def lessonloop(tmp_path: Path, replies: object, *args: str) -> subprocess.Comple
     script = tmp_path / f"replies-{len(list(tmp_path.glob('replies-*')))}.json"
     script.write_text(json.dumps(replies))
     # One candidate per round: the scripted replies are written round by round.
-    env = {**os.environ, "LESSONLOOP_HOME": str(tmp_path / "home"), "LESSONLOOP_POOL_SIZE": "1"}
+    env = {
+        **os.environ,
+        "LESSONLOOP_HOME": str(tmp_path / "home"),
+        "LESSONLOOP_POOL_SIZE": "1",
+        "LESSONLOOP_FIRST_POOL": "1",
+    }
     return subprocess.run(
         [sys.executable, "-m", "agent", "run", *args, "--model", f"scripted:{script}"],
         capture_output=True,

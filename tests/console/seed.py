@@ -72,7 +72,7 @@ def _real_run(root: Path, home: Path, store: Path) -> tuple[str, str]:
         + ["--memory", str(store), "--json"],
         capture_output=True,
         text=True,
-        env={**env_for(home), "LESSONLOOP_POOL_SIZE": "1"},
+        env={**env_for(home), "LESSONLOOP_POOL_SIZE": "1", "LESSONLOOP_FIRST_POOL": "1"},
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr

@@ -60,7 +60,9 @@ def run(tmp: Path, task: Path, store: Path, replies: object, **env: str) -> dict
     script = tmp / f"replies-{len(list(tmp.glob('replies-*')))}.json"
     script.write_text(json.dumps(replies))
     environ = {k: v for k, v in os.environ.items() if k != "LESSONLOOP_CONSOLIDATE_EVERY"}
-    environ |= {"LESSONLOOP_HOME": str(tmp / "home"), "LESSONLOOP_EMBEDDER": "hash", **env}
+    # One candidate in round 1: the scripted replies are written draw by draw.
+    environ |= {"LESSONLOOP_HOME": str(tmp / "home"), "LESSONLOOP_EMBEDDER": "hash"}
+    environ |= {"LESSONLOOP_FIRST_POOL": "1", **env}
     proc = subprocess.run(
         [sys.executable, "-m", "agent", "run", str(task), "--memory", str(store)]
         + ["--model", f"scripted:{script}", "--json"],
