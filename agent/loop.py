@@ -154,6 +154,8 @@ class _Run:
         self.search = RoundSearch(self)
         # Lessons a lesson-free candidate of the same pool outranked: not shown again this run.
         self.outranked: tuple[str, ...] = ()
+        # Round 1's best failing draw when a hot sample of round 1 passed (see `_first_round`).
+        self.first_failure: RoundRecord | None = None
         # Signatures of every verdict checked so far, and whether the last round added one.
         self.failures: set[str] = set()
         self.found_new = False
@@ -201,7 +203,8 @@ class _Run:
         greedy answer is one draw of many: on HumanEval problems 102-131 (1.5B model) the
         greedy program passed 13 of 30, the first of up to three hot samples that passed the
         visible examples 16 of 30 at 2.3x the tokens, the loop's refinement rounds without
-        them 15 of 30 at 6.2x. A pass found this way repaired nothing, so it teaches no lesson.
+        them 15 of 30 at 6.2x. A sample's pass after failing draws is a repair of the best of
+        them (`_note_repair`): its change is verified and learned from like a refinement's.
         """
         t0, temperature = time.monotonic(), self.cfg.temperature
         pool = Pool()
@@ -227,6 +230,27 @@ class _Run:
         self._note_outranked(pool, lessons)
         chosen, entries = self.search.choose(pool)
         self._append(1, "generate", chosen, entries, t0, pool.repeats, lessons)
+        if any(e.chosen and e.origin == "sample" for e in entries) and pool.passed:
+            self._note_repair(pool, lessons)
+
+    def _note_repair(self, pool: Pool, lessons: Sequence[ScoredLesson]) -> None:
+        """A hot sample passed where round 1's earlier draws failed: the same run went from a
+        failing candidate to a passing one, as a refinement does. The best failing draw (the
+        earliest on a tie) is what the pass repaired: the change between them is reduced and
+        verified like a refinement's, and the retrospective learns from the pair."""
+        failing = [k for k, (_, checks, _) in enumerate(pool.drawn) if not checks[-1].passed]
+        best = max(failing, key=lambda k: (rank_feedback(pool.drawn[k][1][-1]), -k))
+        candidate, checks, usage = pool.drawn[best]
+        self.search.base_of[pool.drawn[-1][0].digest()] = candidate
+        self.first_failure = RoundRecord(
+            round=1,
+            action="generate",
+            candidate=candidate,
+            checks=checks,
+            usage=usage,
+            seconds=0.0,
+            recalled_lesson_ids=tuple(s.lesson.id for s in lessons),
+        )
 
     def _sample_first(self, pool: Pool, lessons: Sequence[ScoredLesson]) -> None:
         """Round 1's hot generations (see `_first_round`); repeats and replies without the
@@ -297,15 +321,16 @@ class _Run:
             seconds=time.monotonic() - self.started,
             run_dir=self.run_dir,
             outranked_lesson_ids=self.outranked,
+            first_failure=self.first_failure,
             **reduced,
         )
 
     def _reduce(self, best: RoundRecord) -> dict[str, Any]:
         """The `RunResult` fields of the passing candidate's change from the candidate it
         repaired, with what the pass did not need taken back (checked by the task's check in
-        the sandbox, as the pass was); none when there is no change to reduce: a first-round
-        pass, a fresh generation, a pass only the critic judged, reduction off."""
-        if best.round == 1 or self.task.check is None or self.cfg.reduce_budget == 0:
+        the sandbox, as the pass was); none when there is no change to reduce: a greedy
+        first-round pass, a fresh generation, a pass only the critic judged, reduction off."""
+        if self.task.check is None or self.cfg.reduce_budget == 0:
             return {}
         before = self.search.base_of.get(best.candidate.digest())
         if before is None or best.feedback.stage != "execution":

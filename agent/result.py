@@ -92,6 +92,16 @@ class RunResult(BaseModel):
     # The digest of the candidate the passing one repaired: the change is relative to it.
     verified_base: str | None = None
     taken_back: tuple[str, ...] = ()
+    # When a hot sample of round 1 passed after round 1's earlier draws failed: the best of
+    # those failing draws, as the round it would have been alone. The pass repaired it (the
+    # verified change is relative to it), so the retrospective reads it before `rounds`.
+    first_failure: RoundRecord | None = None
+
+    @property
+    def attempts(self) -> tuple[RoundRecord, ...]:
+        """The candidates a retrospective reads, in order: `first_failure` (if any), then
+        each round's chosen one."""
+        return (*((self.first_failure,) if self.first_failure else ()), *self.rounds)
 
     @property
     def best(self) -> Candidate:

@@ -129,7 +129,7 @@ class Retrospective:
         Never raises for a bad or absent model: those drafts fall back to the facts.
         """
         injected_ids = tuple(dict.fromkeys([*result.recalled_lesson_ids, *injected]))
-        if not result.passed or len(result.rounds) <= 1:
+        if not result.passed or len(result.attempts) <= 1:
             # Unsolved: no fix was verified, so there is no advice to keep.
             return RetroOutcome(run_id=result.run_id, drafts=())
         steps = failure_steps(result, diff_max_lines=self.config.diff_max_lines)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agent.candidate import Candidate
 from agent.feedback import Feedback
-from agent.result import RoundRecord, RunResult
+from agent.result import RunResult
 from agent.stopping import actionable
 from memory.redact import redact
 
@@ -69,16 +69,18 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
     A critic verdict that could not be read, or a rejection naming no issue, is no evidence
     of a defect and yields no step.
     """
-    rounds = result.rounds
-    groups: dict[str, list[RoundRecord]] = {}
-    for record in rounds:
+    # In order; a round-1 draw that a hot sample of the same round repaired comes first.
+    rounds = result.attempts
+    groups: dict[str, list[int]] = {}
+    for at, record in enumerate(rounds):
         verdict = record.feedback
         if verdict.passed or not actionable(verdict) or _format_slip(verdict):
             continue
-        groups.setdefault(failure_identity(verdict), []).append(record)
+        groups.setdefault(failure_identity(verdict), []).append(at)
     # Only a candidate that passed shows what fixed a failure: a later round that merely
     # failed differently (a KeyError swallowed by try/except) taught nothing worth keeping.
-    passing = next((r for r in rounds if r.feedback.passed), None)
+    passed_at = next((at for at, r in enumerate(rounds) if r.feedback.passed), None)
+    passing = rounds[passed_at] if passed_at is not None else None
     # For the failure the passing candidate repaired, the change shown is the reduced one
     # (`agent.reduce`: what the pass did not need taken back, a handler that skips rows, a
     # debug print; it passed too). The reduction is relative to that candidate only: for
@@ -87,17 +89,19 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
     if passing is not None and result.verified_files and passing.round == result.best_round:
         reduced = passing.candidate.model_copy(update={"files": result.verified_files})
     steps: list[FailureStep] = []
-    for records in groups.values():
+    for positions in groups.values():
+        records = [rounds[at] for at in positions]
         last = records[-1]
-        nxt = rounds[last.round] if last.round < len(rounds) else None
-        after = passing if passing is not None and passing.round > last.round else None
+        nxt = rounds[positions[-1] + 1] if positions[-1] + 1 < len(rounds) else None
+        repaired = passed_at is not None and passed_at > positions[-1]
+        after = passing if repaired else None
         fixed = after.candidate if after is not None else None
         if reduced is not None and last.candidate.digest() == result.verified_base:
             fixed = reduced
         steps.append(
             FailureStep(
                 feedback=last.feedback,
-                rounds=tuple(r.round for r in records),
+                rounds=tuple(dict.fromkeys(r.round for r in records)),
                 tokens=sum(r.usage.total_tokens for r in records),
                 fixed_in=after.round if after is not None else None,
                 diff=candidate_diff(last.candidate, fixed, diff_max_lines)

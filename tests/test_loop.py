@@ -484,8 +484,9 @@ def test_round_one_samples_hot_until_one_passes(tmp_path: Path) -> None:
         (0.8, 2),
         (0.8, 3),
     ]
-    # A pass drawn from round 1's prompt repaired nothing: there is no change to verify.
-    assert result.verified_files is None
+    # The pass repaired the draw that got furthest (the wrong value, not the crash).
+    assert result.first_failure is not None
+    assert result.first_failure.feedback.kind == "check_failed"
 
 
 def test_round_one_keeps_the_best_sample_and_refines_it(tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ class DemoReport(BaseModel):
                 "task A was not solved, so no fix was verified and no lesson was stored: "
                 "nothing to learn from this run"
             )
-        if not first.lessons_stored and len(first.result.run.rounds) == 1:
+        if not first.lessons_stored and len(first.result.run.attempts) == 1:
             return "task A passed in round 1: there was no mistake to learn from"
         if not first.lessons_stored:
             return (

@@ -52,3 +52,41 @@ def test_missing_output_file_is_a_format_slip_not_a_lesson(tmp_path: Path) -> No
     assert result.rounds[0].feedback.stage == "rule" and result.passed
     assert failure_steps(result) == []
     assert extract(result, llm=None) == []
+
+
+def test_a_round_one_sample_that_passes_repairs_the_best_failing_draw(tmp_path: Path) -> None:
+    # Round 1: the greedy program crashes, a sample is wrong, the next sample passes with a
+    # debug print beside the fix. The pass repaired the wrong one (it got further): the
+    # change, reduced to what the pass needed, is learned as a refinement's would be.
+    debug = GOOD + "\nprint('debug')"
+    agent = ReflectiveAgent(
+        ScriptedLLM.by_system({GEN: [code(CRASH), code(WRONG), code(debug)]}),
+        recall=NullRecall(),
+        sandbox=Sandbox(Limits(cpu_s=10)),
+        config=LoopConfig(max_rounds=3, pool_size=1, first_pool=3),
+    )
+    result = agent.run(make_task(tmp_path))
+    assert result.passed and len(result.rounds) == 1
+    assert result.first_failure is not None
+    assert result.first_failure.candidate.files["solution.py"].strip() == WRONG
+    assert result.verified_base == result.first_failure.candidate.digest()
+    assert result.verified_files is not None
+    assert result.verified_files["solution.py"].strip() == GOOD  # the print taken back
+    (step,) = failure_steps(result)
+    assert step.feedback.kind == "check_failed" and step.fixed_in == 1
+    assert "-json.dump(41" in step.diff and "+json.dump(42" in step.diff
+    assert "debug" not in step.diff
+    (draft,) = extract(result, llm=None)
+    assert "verified change:" in draft.fix and "42" in draft.fix
+
+
+def test_a_greedy_pass_in_round_one_teaches_nothing(tmp_path: Path) -> None:
+    agent = ReflectiveAgent(
+        ScriptedLLM.by_system({GEN: [code(GOOD)]}),
+        recall=NullRecall(),
+        sandbox=Sandbox(Limits(cpu_s=10)),
+        config=LoopConfig(first_pool=3),
+    )
+    result = agent.run(make_task(tmp_path))
+    assert result.passed and result.first_failure is None and result.verified_files is None
+    assert failure_steps(result) == [] and extract(result, llm=None) == []
