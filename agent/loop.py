@@ -224,8 +224,10 @@ class _Run:
         self._sample_first(pool, lessons)
         self._note_failures(pool)
         if len(pool.drawn) == 1:
-            self._append(1, "generate", pool.drawn[0], (), t0, pool.repeats, lessons)
-            self.unrecorded_usage += pool.wasted
+            # Round 1's cost includes its repeats (a control or samples that gave nothing new).
+            candidate, checks, usage = pool.drawn[0]
+            chosen = (candidate, checks, usage + pool.wasted)
+            self._append(1, "generate", chosen, (), t0, pool.repeats, lessons)
             return
         self._note_outranked(pool, lessons)
         chosen, entries = self.search.choose(pool)

@@ -293,9 +293,14 @@ def _squash(text: str) -> str:
 
 
 def tried_fixes(result: RunResult, step: FailureStep) -> list[str]:
-    """Fix notes the refiner wrote up to the step's last failing round, in order."""
+    """Fix notes written up to the step's last failing round, in order (not the pass's own:
+    a round-1 sample that passed shares round 1 with the draw it repaired)."""
     last = step.rounds[-1]
-    return [r.candidate.fix_note for r in result.rounds if r.round <= last and r.candidate.fix_note]
+    return [
+        r.candidate.fix_note
+        for r in result.attempts
+        if r.round <= last and not r.feedback.passed and r.candidate.fix_note
+    ]
 
 
 def deterministic_advice(result: RunResult, step: FailureStep) -> Advice:

@@ -72,12 +72,12 @@ class ProcessSummary(BaseModel):
 def summarise(
     result: RunResult, steps: Sequence[FailureStep], advice: Mapping[str, Advice]
 ) -> ProcessSummary | None:
-    """The summary of a run with at least two attempts (`RunResult.attempts`) and one
-    failure; else None.
+    """The summary of a run with at least two rounds and one failure; else None (a round-1
+    sample's repair teaches its lesson, but there is no process across rounds to sum up).
 
     `advice` maps a step's identity to its interpreted root cause and fix.
     """
-    if len(result.attempts) < 2 or not steps:
+    if len(result.rounds) < 2 or not steps:
         return None
     ranked = sorted(steps, key=lambda s: (-len(s.rounds), -s.tokens, s.rounds[0]))
     costs = tuple(

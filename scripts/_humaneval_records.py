@@ -69,22 +69,17 @@ class SingleShot(BaseModel):
 
     @classmethod
     def of(cls, result: RunResult, first_reply: Completion[Any], seconds: float) -> SingleShot:
-        """Round 1's greedy candidate: its chosen one when the round drew only it, else the
-        run's first reply (round 1 searched because it failed the visible check)."""
+        """The run's first (greedy) reply, `seconds` its generation: round 1's chosen candidate
+        when the round kept only it, else one of its pool (the round searched because the
+        greedy one failed the visible check)."""
         first = result.rounds[0]
         if not first.pool:
-            return cls(
-                candidate=first.candidate,
-                visible_passed=first.feedback.passed,
-                usage=first.usage,
-                seconds=first.seconds,
-            )
-        greedy = next(e for e in first.pool if e.origin == "generate")
+            candidate, passed = first.candidate, first.feedback.passed
+        else:
+            candidate = parse_candidate(first_reply.text, (SOLUTION,))
+            passed = next(e for e in first.pool if e.origin == "generate").kind == "success"
         return cls(
-            candidate=parse_candidate(first_reply.text, (SOLUTION,)),
-            visible_passed=greedy.kind == "success",
-            usage=first_reply.usage,
-            seconds=seconds,
+            candidate=candidate, visible_passed=passed, usage=first_reply.usage, seconds=seconds
         )
 
 

@@ -17,8 +17,8 @@ One run gives both conditions. At temperature 0 the loop's first generation is e
 single-shot generation (same generator prompt, same greedy decode), so that candidate is
 scored as "single shot" and the loop's best candidate (by visible checks) as "loop"; that
 halves the cost. It rests on determinism, which `round1_digest` in the JSON lets you verify
-across runs. The single-shot time and tokens are those of that generation (and its visible
-check when round 1 drew nothing else); the loop's include round 1's hot samples.
+across runs. The single-shot time and tokens are those of that generation; the loop's
+include round 1's hot samples. Refiner calls and repeats count rounds 2 and later only.
 
 Model code never runs in this process: visible and hidden checks both run in agent.sandbox.
 Both checks execute the prompt before solution.py, as HumanEval's own harness does by
@@ -122,7 +122,7 @@ class Meter:
         return completion
 
     def observe(self, event: LoopEvent) -> None:
-        if event.kind == "resampled":
+        if event.kind == "resampled" and event.round > 1:  # round 1's samples: no refiner
             self.repeats += 1
 
     def take(self) -> tuple[Usage, int]:

@@ -397,3 +397,27 @@ def test_hot_samples_must_not_be_negative(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit) as exit_info:
         main(["--hot-samples", "-1"])
     assert exit_info.value.code == 2 and "must be >= 0" in capsys.readouterr().err
+
+
+def test_round_one_repeats_are_neither_refiner_calls_nor_refiner_repeats(
+    problems: Mapping, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    problem = problems["53"]
+    wrong = code("def add(x: int, y: int) -> int:\n    return x * y\n")
+    # Every round-1 sample repeats the greedy answer; one refinement fixes it.
+    llm = ScriptedLLM.by_system(
+        {GEN: [wrong] * 6, REFINE: [fix(canonical(problem), "add instead of multiply")]}
+    )
+    meter = Meter(llm)
+    config = LoopConfig(max_rounds=2, pool_size=1, first_pool=4, resample_attempts=2)
+    agent = ReflectiveAgent(
+        meter, recall=NullRecall(), sandbox=sandbox, config=config, observer=meter.observe
+    )
+    record = run_problem(agent, meter, sandbox, problem, tmp_path)
+    loop = record["loop"]
+    assert loop["hidden_passed"] and loop["round1_candidates"] == 1
+    assert (loop["refiner_calls"], loop["refiner_repeats"]) == (1, 0)
+    assert record["rounds"][0]["resamples"] == 5  # the samples that gave the same program
+    replies = [approx_tokens(c.reply) for c in llm.calls]
+    assert record["single"]["tokens"]["completion"] == replies[0]
+    assert loop["tokens"]["completion"] == sum(replies)

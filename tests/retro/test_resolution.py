@@ -9,7 +9,7 @@ from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import Sandbox
 from memory.types import NullRecall
-from retrospectives.extract import extract
+from retrospectives.extract import Retrospective, extract, tried_fixes
 from retrospectives.facts import failure_steps
 from tests.helpers import CRASH, GEN, GOOD, REFINE, WRONG, code, fix, make_task
 
@@ -60,7 +60,8 @@ def test_a_round_one_sample_that_passes_repairs_the_best_failing_draw(tmp_path: 
     # change, reduced to what the pass needed, is learned as a refinement's would be.
     debug = GOOD + "\nprint('debug')"
     agent = ReflectiveAgent(
-        ScriptedLLM.by_system({GEN: [code(CRASH), code(WRONG), code(debug)]}),
+        # The passing sample carries a "Fix:" line, as a refiner's answer would.
+        ScriptedLLM.by_system({GEN: [code(CRASH), code(WRONG), fix(debug, "write 42")]}),
         recall=NullRecall(),
         sandbox=Sandbox(Limits(cpu_s=10)),
         config=LoopConfig(max_rounds=3, pool_size=1, first_pool=3),
@@ -76,8 +77,11 @@ def test_a_round_one_sample_that_passes_repairs_the_best_failing_draw(tmp_path: 
     assert step.feedback.kind == "check_failed" and step.fixed_in == 1
     assert "-json.dump(41" in step.diff and "+json.dump(42" in step.diff
     assert "debug" not in step.diff
-    (draft,) = extract(result, llm=None)
+    assert step.fix_note == "write 42" and tried_fixes(result, step) == []  # not tried: it passed
+    outcome = Retrospective(None).analyse(result)
+    (draft,) = outcome.drafts
     assert "verified change:" in draft.fix and "42" in draft.fix
+    assert outcome.summary is None  # one round: no process across rounds to sum up
 
 
 def test_a_greedy_pass_in_round_one_teaches_nothing(tmp_path: Path) -> None:
