@@ -203,8 +203,10 @@ class _Run:
         greedy answer is one draw of many: on HumanEval problems 102-131 (1.5B model) the
         greedy program passed 13 of 30, the first of up to three hot samples that passed the
         visible examples 16 of 30 at 2.3x the tokens, the loop's refinement rounds without
-        them 15 of 30 at 6.2x. A sample's pass after failing draws is a repair of the best of
-        them (`_note_repair`): its change is verified and learned from like a refinement's.
+        them 15 of 30 at 6.2x; live on problems 132-161, round 1 alone 20 of 30 against the
+        greedy program's 15, at 1.9x. A sample's pass after failing draws is a repair of the
+        best of them (`_note_repair`): its change is verified and learned from like a
+        refinement's.
         """
         t0, temperature = time.monotonic(), self.cfg.temperature
         pool = Pool()
