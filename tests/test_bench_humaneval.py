@@ -6,6 +6,7 @@ import json
 import signal
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from agent.llm.scripted import ScriptedLLM, approx_tokens
 from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import Sandbox
 from memory.types import NullRecall
-from scripts._humaneval_checks import SOLUTION, build_task, score_hidden
+from scripts._humaneval_checks import SOLUTION, Problem, build_task, score_hidden
 from scripts._humaneval_examples import Example, parse_examples
 from scripts._humaneval_hot import candidate_budget, k_values, pass_at_k, picked
 from scripts._humaneval_records import resumable_records, summarise
@@ -168,6 +169,22 @@ def test_task_dir_holds_no_hidden_test_text(problems: Mapping, tmp_path: Path) -
 # -- one problem through the loop with a scripted model ------------------------------------
 
 
+def metered_run(
+    llm: ScriptedLLM,
+    sandbox: Sandbox,
+    problem: Problem,
+    root: Path,
+    config: LoopConfig,
+    hot_samples: int = 0,
+) -> dict[str, Any]:
+    """`run_problem` as the bench wires it: the loop's model and events go through a Meter."""
+    meter = Meter(llm)
+    agent = ReflectiveAgent(
+        meter, recall=NullRecall(), sandbox=sandbox, config=config, observer=meter.observe
+    )
+    return run_problem(agent, meter, sandbox, problem, root, hot_samples=hot_samples)
+
+
 def test_scripted_run_scores_round_one_as_single_shot_and_best_as_loop(
     problems: Mapping, sandbox: Sandbox, tmp_path: Path
 ) -> None:
@@ -176,15 +193,8 @@ def test_scripted_run_scores_round_one_as_single_shot_and_best_as_loop(
     llm = ScriptedLLM.by_system(
         {GEN: [code(wrong)], REFINE: [fix(canonical(problem), "add instead of multiply")]}
     )
-    meter = Meter(llm)
-    agent = ReflectiveAgent(
-        meter,
-        recall=NullRecall(),
-        sandbox=sandbox,
-        config=LoopConfig(max_rounds=3, pool_size=1, first_pool=1),
-        observer=meter.observe,
-    )
-    record = run_problem(agent, meter, sandbox, problem, tmp_path)
+    config = LoopConfig(max_rounds=3, pool_size=1, first_pool=1)
+    record = metered_run(llm, sandbox, problem, tmp_path, config)
     assert record["single"]["hidden_passed"] is False
     assert record["loop"]["hidden_passed"] is True and record["outcome"] == "fixed"
     assert record["loop"]["rounds"] == 2 and record["loop"]["best_round"] == 2
@@ -203,15 +213,8 @@ def test_a_round_one_sample_that_passes_is_the_loop_and_the_greedy_one_the_singl
     problem = problems["53"]
     wrong = "def add(x: int, y: int) -> int:\n    return x * y\n"
     llm = ScriptedLLM.by_system({GEN: [code(wrong), code(canonical(problem))]})
-    meter = Meter(llm)
-    agent = ReflectiveAgent(
-        meter,
-        recall=NullRecall(),
-        sandbox=sandbox,
-        config=LoopConfig(max_rounds=3, pool_size=1, first_pool=2),
-        observer=meter.observe,
-    )
-    record = run_problem(agent, meter, sandbox, problem, tmp_path)
+    config = LoopConfig(max_rounds=3, pool_size=1, first_pool=2)
+    record = metered_run(llm, sandbox, problem, tmp_path, config)
     single, loop = record["single"], record["loop"]
     assert single["hidden_passed"] is False and single["visible_passed"] is False
     assert loop["hidden_passed"] is True and record["outcome"] == "fixed"
@@ -230,12 +233,8 @@ def test_refiner_repeats_are_counted_and_their_tokens_kept(
     wrong = "def add(x: int, y: int) -> int:\n    return x * y\n"
     # The refiner only ever returns the first attempt again: the loop stalls with no round 2.
     llm = ScriptedLLM.by_system({GEN: [code(wrong)], REFINE: [fix(wrong)] * 3})
-    meter = Meter(llm)
     config = LoopConfig(max_rounds=3, resample_attempts=2, pool_size=1, first_pool=1)
-    agent = ReflectiveAgent(
-        meter, recall=NullRecall(), sandbox=sandbox, config=config, observer=meter.observe
-    )
-    record = run_problem(agent, meter, sandbox, problem, tmp_path)
+    record = metered_run(llm, sandbox, problem, tmp_path, config)
     loop = record["loop"]
     assert loop["stop_reason"] == "stall" and loop["refiner_gave_up"] and loop["rounds"] == 1
     assert (loop["refiner_calls"], loop["refiner_repeats"]) == (3, 3)
@@ -285,12 +284,8 @@ def test_one_of_three_hot_samples_passing_gives_pass_at_1_a_third_and_pass_at_3_
     wrong = "def add(x: int, y: int) -> int:\n    return x * y\n"
     samples = [code(wrong), code(canonical(problem)), "I cannot write this."]
     llm = ScriptedLLM.by_system({GEN: [code(canonical(problem)), *samples]})
-    meter = Meter(llm)
     config = LoopConfig(max_rounds=3, pool_size=1, first_pool=1)  # a budget of 3 candidates
-    agent = ReflectiveAgent(
-        meter, recall=NullRecall(), sandbox=sandbox, config=config, observer=meter.observe
-    )
-    record = run_problem(agent, meter, sandbox, problem, tmp_path, hot_samples=3)
+    record = metered_run(llm, sandbox, problem, tmp_path, config, hot_samples=3)
     assert record["loop"]["hidden_passed"] and record["loop"]["rounds"] == 1
     hot = record["hot"]
     assert (hot["samples"], hot["passed"], hot["sample_passed"]) == (3, 1, [False, True, False])
@@ -408,12 +403,8 @@ def test_round_one_repeats_are_neither_refiner_calls_nor_refiner_repeats(
     llm = ScriptedLLM.by_system(
         {GEN: [wrong] * 6, REFINE: [fix(canonical(problem), "add instead of multiply")]}
     )
-    meter = Meter(llm)
     config = LoopConfig(max_rounds=2, pool_size=1, first_pool=4, resample_attempts=2)
-    agent = ReflectiveAgent(
-        meter, recall=NullRecall(), sandbox=sandbox, config=config, observer=meter.observe
-    )
-    record = run_problem(agent, meter, sandbox, problem, tmp_path)
+    record = metered_run(llm, sandbox, problem, tmp_path, config)
     loop = record["loop"]
     assert loop["hidden_passed"] and loop["round1_candidates"] == 1
     assert (loop["refiner_calls"], loop["refiner_repeats"]) == (1, 0)
