@@ -59,12 +59,14 @@ _TOO_SHORT = "write a full sentence (at least three words)"
 def copied_from_prompt(text: str) -> bool:
     """A field that repeats the instructions, or the repair turn's complaint, is no lesson.
 
-    A small model does both: it copies the prompt's example, and after "write a full
-    sentence" it writes exactly that sentence.
+    A small model does both: it copies the prompt's example (and sometimes goes on after
+    it), and after "write a full sentence" it writes exactly that sentence.
     """
     bare = _bare(text)
     if any(message in bare for message in (_NOT_A_PLACEHOLDER, _TOO_SHORT)):
         return True
+    if any(_bare(sentence) in bare for sentence in prompts.LESSON_EXAMPLE):
+        return True  # the example, extended or not
     return len(bare) >= 12 and bare in _bare(prompts.LESSON_SYSTEM)
 
 

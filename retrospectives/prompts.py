@@ -17,6 +17,15 @@ Reply with JSON only, three full sentences about THIS failure, for example (anot
  "fix": "Default the argument to None and create a new list inside the function.",
  "applies_when": "Functions that take an optional list or dict argument."}"""
 
+# The example's three sentences: a field that contains one copied the example, whatever it
+# adds (measured on the 1.5B: "Functions that take an optional list or dict argument and
+# attempt to convert string values to float.").
+LESSON_EXAMPLE = (
+    "A default list argument is created once and shared by every call.",
+    "Default the argument to None and create a new list inside the function.",
+    "Functions that take an optional list or dict argument.",
+)
+
 LESSON_USER = Template("""\
 Task: $goal
 

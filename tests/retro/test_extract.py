@@ -77,6 +77,14 @@ def test_fixed_failure_yields_one_model_written_candidate_lesson() -> None:
         # the prompt's example echoed back (another case and spacing: still a copy)
         [analysis(fix="Default the argument to None and create a  new list INSIDE the function")]
         * 2,
+        # the example's sentence with this task's words appended (the 1.5B did, in the demo)
+        [
+            analysis(
+                applies_when="Functions that take an optional list or dict argument and "
+                "attempt to convert string values to float."
+            )
+        ]
+        * 2,
         # a one-word cause, then the repair turn's complaint written back as the cause
         [
             analysis(root_cause="ValueError"),

@@ -23,6 +23,12 @@ def test_lesson_system_prompt_names_every_schema_field() -> None:
         assert f'"{field}"' in prompts.LESSON_SYSTEM
 
 
+def test_the_example_sentences_are_the_ones_the_system_prompt_shows() -> None:
+    # extract.copied_from_prompt finds copies by them: they must stay the prompt's own.
+    flat = " ".join(prompts.LESSON_SYSTEM.split())
+    assert all(sentence in flat for sentence in prompts.LESSON_EXAMPLE)
+
+
 def test_merge_prompt_renders_every_lesson() -> None:
     text = prompts.render_merge("ValueError", [("s1", "r1", "f1", "w1"), ("s2", "r2", "f2", "")])
     assert "Lessons to merge (2)" in text and "ValueError" in text
