@@ -13,12 +13,9 @@ samples, then (from a pool of four) a fresh generation shown the failing check a
 recalled lessons -- each checked in the sandbox, the first pass ending the round. A round
 keeps its best by `rank_feedback`: passed, then how far the program got (ran and was wrong
 beats crashed beats did not parse), then the check's partial credit. A small model's greedy
-answer is one draw of many, and its greedy refiner often returns the same code, while a few
-samples hold the fix: the pools turn that pass@k into the loop's pass@1. The optional
-`token_budget` caps what one task may spend.
-
-This module runs the rounds (recall, generate, check, stop, the result); the search inside
-a refinement round (its draws, their checks, the ranking) is `agent.search.RoundSearch`.
+answer (and its refiner's) is one draw of many: the pools turn pass@k into the loop's
+pass@1. `token_budget` caps what one task may spend. This module runs the rounds (recall,
+generate, check, stop, the result); the search inside a round is `agent.search`.
 """
 
 from __future__ import annotations
@@ -197,16 +194,11 @@ class _Run:
         alternate to. When the control strictly outranks it, the lessons misled here: they are
         kept out of this run's later prompts and reported (`RunResult.outranked_lesson_ids`).
 
-        While nothing passed, hot generations from the same prompt follow ("sample", seeds 1,
-        2, ...; shown the lessons unless the control outranked them) until `first_pool`
-        distinct candidates were checked or the token budget is reached. A small model's
-        greedy answer is one draw of many: on HumanEval problems 102-131 (1.5B model) the
-        greedy program passed 13 of 30, the first of up to three hot samples that passed the
-        visible examples 16 of 30 at 2.3x the tokens, the loop's refinement rounds without
-        them 15 of 30 at 6.2x; live on problems 132-161, round 1 alone 20 of 30 against the
-        greedy program's 15, at 1.9x. A sample's pass after failing draws is a repair of the
-        best of them (`_note_repair`): its change is verified and learned from like a
-        refinement's.
+        While nothing passed, hot generations from the same prompt follow
+        (`RoundSearch.sample_first`): a small model's greedy answer is one draw of many (on
+        HumanEval, 1.5B: round 1 alone 20 of 30 against the greedy program's 15, at 1.9x the
+        tokens). A sample that passes after failing draws repairs the best of them
+        (`RoundSearch.repaired`), and is learned from like a refinement.
         """
         t0, temperature = time.monotonic(), self.cfg.temperature
         pool = Pool()
@@ -223,7 +215,7 @@ class _Run:
             else:
                 self.emit("generated", 1, "control", cost, time.monotonic() - drawn_at)
                 self.search.take(pool, control, "control", temperature, cost, 1, lessons=False)
-        self._sample_first(pool, lessons)
+        self.search.sample_first(pool, lessons)
         self._note_failures(pool)
         if len(pool.drawn) == 1:
             # Round 1's cost includes its repeats (a control or samples that gave nothing new).
@@ -234,50 +226,7 @@ class _Run:
         self._note_outranked(pool, lessons)
         chosen, entries = self.search.choose(pool)
         self._append(1, "generate", chosen, entries, t0, pool.repeats, lessons)
-        if any(e.chosen and e.origin == "sample" for e in entries) and pool.passed:
-            self._note_repair(pool, lessons)
-
-    def _note_repair(self, pool: Pool, lessons: Sequence[ScoredLesson]) -> None:
-        """A hot sample passed where round 1's earlier draws failed: the same run went from a
-        failing candidate to a passing one, as a refinement does. The best failing draw (the
-        earliest on a tie) is what the pass repaired: the change between them is reduced and
-        verified like a refinement's, and the retrospective learns from the pair."""
-        failing = [k for k, (_, checks, _) in enumerate(pool.drawn) if not checks[-1].passed]
-        best = max(failing, key=lambda k: (rank_feedback(pool.drawn[k][1][-1]), -k))
-        candidate, checks, usage = pool.drawn[best]
-        self.search.base_of[pool.drawn[-1][0].digest()] = candidate
-        self.first_failure = RoundRecord(
-            round=1,
-            action="generate",
-            candidate=candidate,
-            checks=checks,
-            usage=usage,
-            seconds=0.0,
-            recalled_lesson_ids=tuple(s.lesson.id for s in lessons),
-        )
-
-    def _sample_first(self, pool: Pool, lessons: Sequence[ScoredLesson]) -> None:
-        """Round 1's hot generations (see `_first_round`); repeats and replies without the
-        output files are not checked and count as resamples, up to `resample_attempts`."""
-        hot, budget = self.cfg.resample_temperature, self.cfg.token_budget or float("inf")
-        shown = lessons if not self.search.lessons_outranked(pool) else ()
-        attempts = max(0, self.cfg.first_pool - len(pool.drawn)) + self.cfg.resample_attempts
-        for seed in range(1, attempts + 1):
-            if len(pool.drawn) >= self.cfg.first_pool or pool.passed:
-                return
-            if self.spent() + pool.tokens >= budget:
-                return
-            drawn_at = time.monotonic()
-            candidate, cost = self.generate(shown, temperature=hot, seed=seed)
-            new = candidate.digest() not in self.search.digests
-            if not (new and all(name in candidate.files for name in self.task.output)):
-                pool.wasted += cost
-                pool.repeats += 1
-                reason = "no output file" if new else "an earlier answer"
-                self.emit("resampled", 1, f"sample gave {reason}")
-                continue
-            self.emit("generated", 1, "sample", cost, time.monotonic() - drawn_at)
-            self.search.take(pool, candidate, "sample", hot, cost, 1, lessons=bool(shown))
+        self.first_failure = self.search.repaired(pool, entries, lessons)
 
     def _note_outranked(self, pool: Pool, lessons: Sequence[ScoredLesson]) -> None:
         """Lessons whose candidates a lesson-free one of the same pool outranked misled this

@@ -1,10 +1,11 @@
-"""The search inside a refinement round: which candidates to draw, checking them, ranking them.
+"""The search inside a round: which candidates to draw, checking them, ranking them.
 
-`plan_draws` says which draws a round makes and in what order; `rank_feedback` orders
-candidates by their verdicts; `Pool` holds what a round drew and spent. `RoundSearch`
-carries what the rounds of one run share (the answers seen, the fixes tried, the last
-round's runner-up), draws and checks one round's pool through the run's steps
-(`RunSteps`, implemented by `agent.loop`) and picks its best.
+`plan_draws` says which draws a refinement round makes and in what order; `sample_first`
+draws round 1's hot samples; `rank_feedback` orders candidates by their verdicts; `Pool`
+holds what a round drew and spent. `RoundSearch` carries what the rounds of one run share
+(the answers seen, the fixes tried, the last round's runner-up), draws and checks one
+round's pool through the run's steps (`RunSteps`, implemented by `agent.loop`) and picks
+its best.
 """
 
 from __future__ import annotations
@@ -267,6 +268,57 @@ class RoundSearch:
             candidate, origin, temperature, shown = incomplete
             self.take(pool, candidate, origin, temperature, Usage(), round_no, lessons=shown)
         return pool
+
+    def sample_first(self, pool: Pool, lessons: Sequence[ScoredLesson]) -> None:
+        """Round 1's hot generations (see `agent.loop._Run._first_round`): seeds 1, 2, ...,
+        shown the lessons unless the pool's control outranked them, until one passes,
+        `first_pool` candidates were checked or the token budget is reached. Repeats and
+        replies without the output files are not checked and count as resamples, up to
+        `resample_attempts` more draws."""
+        run, cfg = self.run, self.run.cfg
+        hot, budget = cfg.resample_temperature, cfg.token_budget or float("inf")
+        shown = lessons if not self.lessons_outranked(pool) else ()
+        attempts = max(0, cfg.first_pool - len(pool.drawn)) + cfg.resample_attempts
+        for seed in range(1, attempts + 1):
+            if len(pool.drawn) >= cfg.first_pool or pool.passed:
+                return
+            if run.spent() + pool.tokens >= budget:
+                return
+            drawn_at = time.monotonic()
+            candidate, cost = run.generate(shown, temperature=hot, seed=seed)
+            new = candidate.digest() not in self.digests
+            if not (new and all(name in candidate.files for name in run.task.output)):
+                pool.wasted += cost
+                pool.repeats += 1
+                reason = "no output file" if new else "an earlier answer"
+                run.emit("resampled", 1, f"sample gave {reason}")
+                continue
+            run.emit("generated", 1, "sample", cost, time.monotonic() - drawn_at)
+            self.take(pool, candidate, "sample", hot, cost, 1, lessons=bool(shown))
+
+    def repaired(
+        self, pool: Pool, entries: Sequence[PoolEntry], lessons: Sequence[ScoredLesson]
+    ) -> RoundRecord | None:
+        """When round 1's chosen candidate is a hot sample that passed after failing draws,
+        the same run went from a failing candidate to a passing one, as a refinement does:
+        the best failing draw (the earliest on a tie) is what the pass repaired. It becomes
+        the pass's base (its change is reduced and verified like a refinement's) and is
+        returned as the round it would have been alone (`RunResult.first_failure`)."""
+        if not pool.passed or not any(e.chosen and e.origin == "sample" for e in entries):
+            return None
+        failing = [k for k, (_, checks, _) in enumerate(pool.drawn) if not checks[-1].passed]
+        best = max(failing, key=lambda k: (rank_feedback(pool.drawn[k][1][-1]), -k))
+        candidate, checks, usage = pool.drawn[best]
+        self.base_of[pool.drawn[-1][0].digest()] = candidate
+        return RoundRecord(
+            round=1,
+            action="generate",
+            candidate=candidate,
+            checks=checks,
+            usage=usage,
+            seconds=0.0,
+            recalled_lesson_ids=tuple(s.lesson.id for s in lessons),
+        )
 
     @staticmethod
     def lessons_outranked(pool: Pool) -> bool:
