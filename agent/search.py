@@ -250,17 +250,10 @@ class RoundSearch:
                     bases[which][0], messages(which, shown), temperature=temperature, seed=draw
                 )
                 self.base_of.setdefault(candidate.digest(), bases[which][0])
-            new = candidate.digest() not in self.digests
-            complete = all(name in candidate.files for name in run.task.output)
-            if not (new and complete):
-                pool.wasted += cost
-                pool.repeats += 1
-                incomplete = (candidate, origin, temperature, shown) if new else incomplete
-                reason = "no output file" if new else "an earlier answer"
-                run.emit("resampled", round_no, f"{origin} gave {reason}")
-                continue
-            run.emit("generated", round_no, origin, cost, time.monotonic() - drawn_at)
-            self.take(pool, candidate, origin, temperature, cost, round_no, lessons=shown)
+            offer = (candidate, origin, temperature, cost, round_no)
+            taken = self._offer(pool, *offer, lessons=shown, drawn_at=drawn_at)
+            if not taken and candidate.digest() not in self.digests:  # new, but no files
+                incomplete = (candidate, origin, temperature, shown)
         if not pool.drawn and incomplete is not None:
             # Only replies without the files: check one, so the rule check's "missing file"
             # reaches the refiner (its tokens are already counted as wasted).
@@ -286,15 +279,35 @@ class RoundSearch:
                 return
             drawn_at = time.monotonic()
             candidate, cost = run.generate(shown, temperature=hot, seed=seed)
-            new = candidate.digest() not in self.digests
-            if not (new and all(name in candidate.files for name in run.task.output)):
-                pool.wasted += cost
-                pool.repeats += 1
-                reason = "no output file" if new else "an earlier answer"
-                run.emit("resampled", 1, f"sample gave {reason}")
-                continue
-            run.emit("generated", 1, "sample", cost, time.monotonic() - drawn_at)
-            self.take(pool, candidate, "sample", hot, cost, 1, lessons=bool(shown))
+            self._offer(
+                pool, candidate, "sample", hot, cost, 1, lessons=bool(shown), drawn_at=drawn_at
+            )
+
+    def _offer(
+        self,
+        pool: Pool,
+        candidate: Candidate,
+        origin: CandidateOrigin,
+        temperature: float,
+        cost: Usage,
+        round_no: int,
+        *,
+        lessons: bool,
+        drawn_at: float,
+    ) -> bool:
+        """Check a drawn candidate into the pool (`take`) unless it repeats an earlier one or
+        lacks an output file: then it counts as a resample, its tokens as wasted. True when
+        it was taken."""
+        new = candidate.digest() not in self.digests
+        if not (new and all(name in candidate.files for name in self.run.task.output)):
+            pool.wasted += cost
+            pool.repeats += 1
+            reason = "no output file" if new else "an earlier answer"
+            self.run.emit("resampled", round_no, f"{origin} gave {reason}")
+            return False
+        self.run.emit("generated", round_no, origin, cost, time.monotonic() - drawn_at)
+        self.take(pool, candidate, origin, temperature, cost, round_no, lessons=lessons)
+        return True
 
     def repaired(
         self, pool: Pool, entries: Sequence[PoolEntry], lessons: Sequence[ScoredLesson]
