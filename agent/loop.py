@@ -226,7 +226,7 @@ class _Run:
         self._note_outranked(pool, lessons)
         chosen, entries = self.search.choose(pool)
         self._append(1, "generate", chosen, entries, t0, pool.repeats, lessons)
-        self.first_failure = self.search.repaired(pool, entries, lessons)
+        self.first_failure = self.search.repaired(pool, self.rounds[-1])
 
     def _note_outranked(self, pool: Pool, lessons: Sequence[ScoredLesson]) -> None:
         """Lessons whose candidates a lesson-free one of the same pool outranked misled this

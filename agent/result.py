@@ -66,6 +66,11 @@ class RoundRecord(BaseModel):
         """The verdict of the round: the last check that ran."""
         return self.checks[-1]
 
+    @property
+    def origin(self) -> CandidateOrigin | None:
+        """How the chosen candidate was drawn; None when the round checked only it."""
+        return next((e.origin for e in self.pool if e.chosen), None)
+
 
 class RunResult(BaseModel):
     """The outcome of `ReflectiveAgent.run`: also the trajectory a retrospective reads."""

@@ -309,15 +309,14 @@ class RoundSearch:
         self.take(pool, candidate, origin, temperature, cost, round_no, lessons=lessons)
         return True
 
-    def repaired(
-        self, pool: Pool, entries: Sequence[PoolEntry], lessons: Sequence[ScoredLesson]
-    ) -> RoundRecord | None:
+    def repaired(self, pool: Pool, first: RoundRecord) -> RoundRecord | None:
         """When round 1's chosen candidate is a hot sample that passed after failing draws,
         the same run went from a failing candidate to a passing one, as a refinement does:
         the best failing draw (the earliest on a tie) is what the pass repaired. It becomes
         the pass's base (its change is reduced and verified like a refinement's) and is
-        returned as the round it would have been alone (`RunResult.first_failure`)."""
-        if not pool.passed or not any(e.chosen and e.origin == "sample" for e in entries):
+        returned as the round it would have been alone (`RunResult.first_failure`); `first`
+        is round 1's record, `pool` its draws."""
+        if not (first.feedback.passed and first.origin == "sample"):
             return None
         failing = [k for k, (_, checks, _) in enumerate(pool.drawn) if not checks[-1].passed]
         best = max(failing, key=lambda k: (rank_feedback(pool.drawn[k][1][-1]), -k))
@@ -330,7 +329,7 @@ class RoundSearch:
             checks=checks,
             usage=usage,
             seconds=0.0,
-            recalled_lesson_ids=tuple(s.lesson.id for s in lessons),
+            recalled_lesson_ids=first.recalled_lesson_ids,
         )
 
     @staticmethod

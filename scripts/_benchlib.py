@@ -393,7 +393,7 @@ def record(cond: Condition, task: Task, result: RunResult, key: dict[str, Any]) 
 def _first_passed_by(result: RunResult, origin: str) -> bool:
     """Round 1 passed, and its chosen candidate was drawn as `origin`."""
     first = result.rounds[0]
-    return first.feedback.passed and any(e.chosen and e.origin == origin for e in first.pool)
+    return first.feedback.passed and first.origin == origin
 
 
 class LearningResults(BaseModel):
