@@ -14,6 +14,7 @@ from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, LoopEvent, ReflectiveAgent
 from agent.sandbox import Sandbox
+from agent.task import Task
 from memory.render import HEADER, estimate_tokens
 from memory.types import Lesson, LessonQuery, NullRecall, RecallStage, ScoredLesson
 from tests.helpers import (
@@ -487,6 +488,45 @@ def test_round_one_samples_hot_until_one_passes(tmp_path: Path) -> None:
     # The pass repaired the draw that got furthest (the wrong value, not the crash).
     assert result.first_failure is not None
     assert result.first_failure.feedback.kind == "check_failed"
+
+
+# A program that meets the input's '$' amounts as a naive one does, and one that reads them.
+DATA_CRASH = "import json\njson.dump(float(open('amounts.csv').read().split()[1]), open('o', 'w'))"
+READS_DATA = GOOD
+NAME_CRASH = "import json\njson.dump(amount, open('out.json', 'w'))"
+
+
+def data_task(tmp_path: Path) -> Task:
+    task = make_task(tmp_path)
+    assert task.workspace is not None
+    (task.workspace / "amounts.csv").write_text("amount\n$860.45\n")
+    return task
+
+
+def test_round_one_draws_no_sample_after_a_crash_on_an_input_value(tmp_path: Path) -> None:
+    # The greedy program crashed on '$860.45', a value of the input: every fresh program from
+    # the same prompt meets the same data, so round 1 draws no sample and the refiner, shown
+    # the crash and the value, repairs it.
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(DATA_CRASH), code(READS_DATA)], REFINE: [fix(READS_DATA, "strip the '$'")]}
+    )
+    result = agent_for(llm, tmp_path, first_pool=4).run(data_task(tmp_path))
+    first = result.rounds[0]
+    assert first.feedback.kind == "runtime_error"
+    assert "$860.45" in (first.feedback.key_message or "")
+    assert [e.origin for e in first.pool] in ([], ["generate"]) and first.usage.calls == 1
+    assert result.passed and len(result.rounds) == 2 and result.rounds[1].action == "refine"
+    assert [c.seed for c in llm.calls if GEN in c.system] == [None]
+
+
+def test_round_one_still_samples_after_a_crash_that_quotes_a_name(tmp_path: Path) -> None:
+    # A NameError's quote is the program's own name ('amount' is also the input's header):
+    # another draw may not make that mistake, so round 1 samples.
+    llm = ScriptedLLM.by_system({GEN: [code(NAME_CRASH), code(READS_DATA)]})
+    result = agent_for(llm, tmp_path, first_pool=4).run(data_task(tmp_path))
+    assert result.rounds[0].pool[0].kind == "runtime_error"
+    assert result.passed and len(result.rounds) == 1
+    assert [e.origin for e in result.rounds[0].pool] == ["generate", "sample"]
 
 
 def test_round_one_keeps_the_best_sample_and_refines_it(tmp_path: Path) -> None:
