@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import csv
 import io
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,6 +56,76 @@ def input_evidence(message: str | None, workspace: Path | None) -> str | None:
                 found.append(line)
                 break
     return "\n".join(found) or None
+
+
+def crashed_on_data(error_type: str | None, message: str | None, workspace: Path | None) -> bool:
+    """Is a crash the input's doing, so any program that reads the input naively meets it?
+
+    Stricter than `input_evidence` (which shows the refiner every line quoting a literal): a
+    ValueError on a whole value of a data row ('$860.45', '72.5%', '', a date in another
+    format), a KeyError on a header name that Python's default reading spoils (a BOM, spaces,
+    another delimiter) or on a JSON key some records lack, a UnicodeDecodeError on the input,
+    a JSONDecodeError on a BOM the input starts with.
+    A KeyError on a body value ('Initech' counted into a dict never set up), a ValueError on a
+    header cell (the header row parsed as data) or a TypeError are the program's: another
+    draw may not make them."""
+    if not message or workspace is None or not workspace.is_dir():
+        return False
+    if error_type == "UnicodeDecodeError":
+        return input_evidence(message, workspace) is not None
+    if (error_type or "").endswith("JSONDecodeError") and "BOM" in message:
+        return any(raw.startswith(b"\xef\xbb\xbf") for _, raw in _input_files(workspace))
+    if error_type not in ("ValueError", "KeyError"):
+        return False
+    literals = [m.group(0) for m in _QUOTED.finditer(message)][:MAX_LITERALS]
+    values = [v for v in (_literal(q) for q in literals) if v is not None]
+    for _, raw in _input_files(workspace):
+        text = raw.decode("utf-8", errors="replace")
+        for value in values:
+            if _data_fault(error_type, value, text):
+                return True
+    return False
+
+
+def _literal(quoted: str) -> str | None:
+    try:
+        value = ast.literal_eval(quoted)
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _data_fault(error_type: str, value: str, text: str) -> bool:
+    rows = _csv_rows(text)
+    if error_type == "ValueError":
+        # A file of one column is its lines; the first row is a header's (or one value lost).
+        body = rows[1:] if rows else [[line] for line in text.splitlines()[1:]]
+        return any(cell.strip() == value.strip() for row in body for cell in row)
+    if rows:
+        as_read = next(csv.reader(io.StringIO(text)), [])
+        if value not in as_read and any(_loosely(c) == _loosely(value) for c in rows[0]):
+            return True
+    records = [r for r in _json_records(text) if isinstance(r, dict)]
+    return any(value in r for r in records) and any(value not in r for r in records)
+
+
+def _json_records(text: str) -> list[object]:
+    """JSON lines, or the objects of a JSON document's top-level list (or list values)."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        found = []
+        for line in text.splitlines():
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                continue
+        return found
+    if isinstance(doc, list):
+        return doc
+    if isinstance(doc, dict):
+        return [item for v in doc.values() if isinstance(v, list) for item in v]
+    return [doc]
 
 
 def data_evidence(message: str | None, workspace: Path | None) -> str | None:

@@ -197,7 +197,8 @@ class _Run:
         While nothing passed, hot generations from the same prompt follow
         (`RoundSearch.sample_first`): a small model's greedy answer is one draw of many (on
         HumanEval, 1.5B: round 1 alone 20 of 30 against the greedy program's 15, at 1.9x the
-        tokens). A sample that passes after failing draws repairs the best of them
+        tokens); none after a crash on a value of the task's input (all meet the same data).
+        A sample that passes after failing draws repairs the best of them
         (`RoundSearch.repaired`), and is learned from like a refinement.
         """
         t0, temperature = time.monotonic(), self.cfg.temperature

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from agent import prompts
 from agent.candidate import Candidate
-from agent.evidence import input_evidence
+from agent.evidence import crashed_on_data
 from agent.feedback import Feedback
 from agent.llm.base import Message, Usage
 from agent.result import CandidateOrigin, PoolEntry, RoundRecord
@@ -40,11 +40,6 @@ KIND_RANK = {
     "success": 4,
 }
 
-
-# Exceptions whose message quotes a name in the program, not a value it read.
-_NAME_ERRORS = frozenset(
-    {"NameError", "UnboundLocalError", "AttributeError", "ImportError", "ModuleNotFoundError"}
-)
 
 # One draw of a round: where it comes from, its temperature, and whether its prompt shows
 # the recalled lessons.
@@ -275,16 +270,17 @@ class RoundSearch:
         replies without the output files are not checked and count as resamples, up to
         `resample_attempts` more draws.
 
-        No sample is drawn when every draw so far crashed on a value of the task's input
-        (the crash message quotes a value found in the input files: '$860.45', a BOM'd
-        header): that failure is the data's, and every fresh program from the same prompt
+        No sample is drawn when every draw so far crashed on the task's input
+        (`agent.evidence.crashed_on_data`: a ValueError on a whole data value such as
+        '$860.45', a KeyError on a header name a BOM or another delimiter spoils, a decode
+        error): that failure is the data's, and every fresh program from the same prompt
         meets the same data. Measured on the 1.5B (trap tasks, with and without lessons):
         1 of 26 hot samples drawn after such a greedy crash passed, and in the demo 9 of 9
         fell into the trap, about half the demo's tokens; the refiner, shown the crash and
         the value, gets past it. HumanEval's failures quote no input file, so its round-1
         search (20 of 30 against 15) is untouched."""
         run, cfg = self.run, self.run.cfg
-        if all(self.crashed_on_input(checks[-1]) for _, checks, _ in pool.drawn):
+        if pool.drawn and all(self.crashed_on_input(c[-1]) for _, c, _ in pool.drawn):
             return
         hot, budget = cfg.resample_temperature, cfg.token_budget or float("inf")
         shown = lessons if not self.lessons_outranked(pool) else ()
@@ -350,12 +346,10 @@ class RoundSearch:
         )
 
     def crashed_on_input(self, verdict: Feedback) -> bool:
-        """Did the program crash on a value its message quotes from the task's input files?
-        (A NameError's or AttributeError's quote is a name in the program, whatever the
-        input's header holds.)"""
-        if verdict.kind != "runtime_error" or verdict.error_type in _NAME_ERRORS:
-            return False
-        return input_evidence(verdict.key_message, self.run.task.workspace) is not None
+        """Did the program crash on the task's input (`agent.evidence.crashed_on_data`)?"""
+        return verdict.kind == "runtime_error" and crashed_on_data(
+            verdict.error_type, verdict.key_message, self.run.task.workspace
+        )
 
     @staticmethod
     def lessons_outranked(pool: Pool) -> bool:

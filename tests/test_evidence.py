@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.evidence import input_evidence, input_profile, input_symbols
+import pytest
+
+from agent.evidence import crashed_on_data, input_evidence, input_profile, input_symbols
 from agent.llm.scripted import ScriptedLLM
 from tests.helpers import GEN, REFINE, code, fix, make_task
 from tests.test_loop import agent_for
@@ -149,3 +151,64 @@ def test_input_symbols_quote_a_value_per_symbol_anywhere_in_the_input(tmp_path: 
     (tmp_path / "plain").mkdir()
     plain = workspace(tmp_path / "plain", {"a.csv": "id,total\n1,12.5\n"})
     assert input_symbols(plain) is None
+
+
+TRAPS = Path(__file__).resolve().parents[1] / "examples" / "traps"
+TASKS = Path(__file__).resolve().parents[1] / "examples" / "tasks"
+
+
+@pytest.mark.parametrize(
+    ("task", "message"),
+    [
+        ("currency_02_expenses", "ValueError: could not convert string to float: '€ 414'"),
+        ("missing_01_grades", "ValueError: could not convert string to float: ''"),
+        ("dates_03_signups", "ValueError: Invalid isoformat string: 'Feb 04, 2026'"),
+        ("bom_01_payroll", "KeyError: 'department'"),
+        ("semicolon_01_shipments", "KeyError: 'weight_kg'"),
+        ("jsonl_02_requests", "KeyError: 'latency_ms'"),
+        ("headers_01_sales", "KeyError: 'amount'"),
+        (
+            "latin1_01_customers",
+            "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position 22: "
+            "invalid continuation byte",
+        ),
+        (
+            "bom_03_catalog",
+            "json.decoder.JSONDecodeError: Unexpected UTF-8 BOM (decode using utf-8-sig): "
+            "line 1 column 1 (char 0)",
+        ),
+    ],
+)
+def test_a_trap_crash_is_the_datas(task: str, message: str) -> None:
+    # The message as the naive reference solution of each trap family crashes.
+    error_type = message.split(":")[0].rsplit(".", 1)[-1]
+    assert crashed_on_data(error_type, message, TRAPS / task / "workspace")
+
+
+@pytest.mark.parametrize(
+    ("root", "task", "message"),
+    [
+        # Counting into a dict never set up: the key is a body value, not the data's fault.
+        (TRAPS, "currency_01_invoices", "KeyError: 'Initech'"),
+        (TASKS, "orders_report", "KeyError: 'EU'"),
+        # A column the header as Python reads it really has.
+        (TRAPS, "currency_01_invoices", "KeyError: 'amount'"),
+        (TRAPS, "bom_01_payroll", "KeyError: 'salary'"),
+        # The header row parsed as data.
+        (TRAPS, "currency_01_invoices", "ValueError: could not convert string to float: 'amount'"),
+        # Type names and one letter occur inside the input's words.
+        (
+            TRAPS,
+            "currency_01_invoices",
+            "TypeError: unsupported operand type(s) for +=: 'float' and 'str'",
+        ),
+        (TRAPS, "currency_01_invoices", "KeyError: 'I'"),
+        (TASKS, "config_merge", "KeyError: 'metrics'"),
+        (TRAPS, "currency_01_invoices", "NameError: name 'amount' is not defined"),
+    ],
+)
+def test_a_program_bug_that_quotes_the_input_is_not_the_datas(
+    root: Path, task: str, message: str
+) -> None:
+    error_type = message.split(":")[0]
+    assert not crashed_on_data(error_type, message, root / task / "workspace")
