@@ -223,11 +223,8 @@ def _unusual(shapes: set[str]) -> bool:
 def _literals(message: str) -> list[str]:
     values: list[str] = []
     for match in _QUOTED.finditer(message):
-        try:
-            value = ast.literal_eval(match.group(0))
-        except (ValueError, SyntaxError):
-            continue
-        if isinstance(value, str) and value.strip() and value not in values:
+        value = _literal(match.group(0))
+        if value is not None and value.strip() and value not in values:
             values.append(value)
     return values
 
