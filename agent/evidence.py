@@ -79,12 +79,10 @@ def crashed_on_data(error_type: str | None, message: str | None, workspace: Path
         return False
     literals = [m.group(0) for m in _QUOTED.finditer(message)][:MAX_LITERALS]
     values = [v for v in (_literal(q) for q in literals) if v is not None]
-    for _, raw in _input_files(workspace):
-        text = raw.decode("utf-8", errors="replace")
-        for value in values:
-            if _data_fault(error_type, value, text):
-                return True
-    return False
+    return bool(values) and any(
+        _data_fault(error_type, values, raw.decode("utf-8", errors="replace"))
+        for _, raw in _input_files(workspace)
+    )
 
 
 def _literal(quoted: str) -> str | None:
@@ -95,18 +93,27 @@ def _literal(quoted: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _data_fault(error_type: str, value: str, text: str) -> bool:
+def _data_fault(error_type: str, values: list[str], text: str) -> bool:
+    """Does one file of the input hold the fault (see `crashed_on_data`) for one of `values`?
+    The file is parsed once, whatever the number of values."""
     rows = _csv_rows(text)
     if error_type == "ValueError":
         # A file of one column is its lines; the first row is a header's (or one value lost).
         body = rows[1:] if rows else [[line] for line in text.splitlines()[1:]]
-        return any(cell.strip() == value.strip() for row in body for cell in row)
+        cells = {cell.strip() for row in body for cell in row}
+        return any(value.strip() in cells for value in values)
     if rows:
         as_read = next(csv.reader(io.StringIO(text)), [])
-        if value not in as_read and any(_loosely(c) == _loosely(value) for c in rows[0]):
+        header = {_loosely(cell) for cell in rows[0]}
+        if any(v not in as_read and _loosely(v) in header for v in values):
             return True
+    if text.lstrip("\ufeff \n\t")[:1] not in ("{", "["):
+        return False  # not JSON: no record can lack a key
     records = [r for r in _json_records(text) if isinstance(r, dict)]
-    return any(value in r for r in records) and any(value not in r for r in records)
+    return any(
+        any(value in r for r in records) and any(value not in r for r in records)
+        for value in values
+    )
 
 
 def _json_records(text: str) -> list[object]:
