@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from string import Template
 
 from agent.feedback import FeedbackKind
+from agent.llm.base import Message
 
 GENERATOR_SYSTEM = """\
 You are a careful Python programmer. You write complete, working files.
@@ -68,6 +69,17 @@ $feedback
 
 $guidance$tried$lessons
 Repair the attempt now.""")
+
+# Said to the refiner after its last answer to the same prompt could not be checked: without
+# it the hot samples that follow a repeat tend to repeat it too.
+REPEAT_NOTE = (
+    "Your last answer to this request repeated a program that was already run, and it "
+    "failed. That is not a repair: change the code where the evidence points."
+)
+NO_FILES_NOTE = (
+    "Your last answer to this request had no complete file in it. Give every requested "
+    'file, complete, as a fenced code block preceded by a line "### <filename>".'
+)
 
 # Each feedback kind needs a different reflection strategy.
 KIND_GUIDANCE: Mapping[FeedbackKind, str] = {
@@ -160,6 +172,14 @@ def render_refiner(
         tried=tried_block + ("\n" if tried_block else ""),
         lessons=f"\n{lessons}\n" if lessons else "",
     )
+
+
+def with_note(messages: list[Message], note: str | None) -> list[Message]:
+    """`messages` with `note` appended to the last (user) turn; unchanged without a note."""
+    if not note:
+        return messages
+    last = messages[-1]
+    return [*messages[:-1], Message(role=last.role, content=f"{last.content}\n\n{note}")]
 
 
 def render_files(files: Mapping[str, str], text: str) -> str:

@@ -215,15 +215,17 @@ class RoundSearch:
         # What each refiner draw repairs: the best, the runner-up, or (the greedy draw without
         # lessons, when there are lessons) the best candidate drawn without them.
         bases = {"best": best, "alt": self.runner_up or best, "bare": self.bare or best}
-        prompts: dict[tuple[str, bool], list[Message]] = {}
+        cached: dict[tuple[str, bool], list[Message]] = {}
+        # Why the last answer to a prompt was not checked: the next draw from it says so.
+        unusable: dict[tuple[str, bool], str] = {}
 
         def messages(which: str, shown: bool) -> list[Message]:
             """The refiner's prompt for one base, with or without the lessons."""
-            if (which, shown) not in prompts:
-                prompts[which, shown] = self._refiner_messages(
+            if (which, shown) not in cached:
+                cached[which, shown] = self._refiner_messages(
                     *bases[which], last.round, lessons if shown else ()
                 )
-            return prompts[which, shown]
+            return prompts.with_note(cached[which, shown], unusable.get((which, shown)))
 
         pool = Pool()
         incomplete: tuple[Candidate, CandidateOrigin, float, bool] | None = None
@@ -242,19 +244,24 @@ class RoundSearch:
             if run.spent() + pool.tokens >= budget:
                 break
             drawn_at = time.monotonic()
+            key: tuple[str, bool] | None = None
             if origin == "fresh":
                 feedback = last.feedback.compressed()
                 candidate, cost = run.generate(lessons, failure=feedback, temperature=temperature)
             else:
-                which = {"refine_alt": "alt", "refine_bare": "bare"}.get(origin, "best")
+                key = ({"refine_alt": "alt", "refine_bare": "bare"}.get(origin, "best"), shown)
+                base = bases[key[0]][0]
                 candidate, cost = run.repair(
-                    bases[which][0], messages(which, shown), temperature=temperature, seed=draw
+                    base, messages(*key), temperature=temperature, seed=draw
                 )
-                self.base_of.setdefault(candidate.digest(), bases[which][0])
+                self.base_of.setdefault(candidate.digest(), base)
             offer = (candidate, origin, temperature, cost, round_no)
             taken = self._offer(pool, *offer, lessons=shown, drawn_at=drawn_at)
-            if not taken and candidate.digest() not in self.digests:  # new, but no files
+            new = candidate.digest() not in self.digests
+            if not taken and new:  # new, but no files
                 incomplete = (candidate, origin, temperature, shown)
+            if not taken and key is not None:
+                unusable[key] = prompts.NO_FILES_NOTE if new else prompts.REPEAT_NOTE
         if not pool.drawn and incomplete is not None:
             # Only replies without the files: check one, so the rule check's "missing file"
             # reaches the refiner (its tokens are already counted as wasted).

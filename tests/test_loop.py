@@ -13,6 +13,7 @@ from agent.container import Limits
 from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, LoopEvent, ReflectiveAgent
+from agent.prompts import NO_FILES_NOTE, REPEAT_NOTE
 from agent.sandbox import Sandbox
 from agent.task import Task
 from memory.render import HEADER, estimate_tokens
@@ -118,10 +119,17 @@ def test_repeated_answer_is_resampled_hotter_then_stalls(tmp_path: Path) -> None
     assert refine_temps == [0.0, 0.8, 0.8]
 
 
+def refiner_turns(llm: ScriptedLLM) -> list[str]:
+    return [c.messages[-1].content for c in llm.calls if REFINE in c.system]
+
+
 def test_resample_that_changes_the_answer_continues(tmp_path: Path) -> None:
     llm = ScriptedLLM.by_system({GEN: [code(WRONG)], REFINE: [fix(WRONG), fix(GOOD)]})
     result = agent_for(llm, tmp_path).run(make_task(tmp_path))
     assert result.passed and result.rounds[1].resamples == 1
+    # The draw after the repeat is told it repeated; the first draw was not.
+    first, second = refiner_turns(llm)
+    assert REPEAT_NOTE not in first and second == f"{first}\n\n{REPEAT_NOTE}"
 
 
 def test_refiner_reply_without_files_is_resampled(tmp_path: Path) -> None:
@@ -130,6 +138,28 @@ def test_refiner_reply_without_files_is_resampled(tmp_path: Path) -> None:
     )
     result = agent_for(llm, tmp_path).run(make_task(tmp_path))
     assert result.passed and len(result.rounds) == 2 and result.rounds[1].resamples == 1
+    first, second = refiner_turns(llm)
+    assert NO_FILES_NOTE not in first and second.endswith(NO_FILES_NOTE)
+
+
+def test_a_repeat_notes_only_its_own_prompt(tmp_path: Path) -> None:
+    # Round 2 repairs the best (WRONG) and, every other hot draw, the runner-up (CRASH): the
+    # greedy repair of the best repeats it; the runner-up's prompt carries no note, the
+    # best's next prompt does, and a new answer clears nothing from the round's notes.
+    third = WRONG.replace("41", "40")
+    llm = ScriptedLLM.by_system(
+        {
+            GEN: [code(WRONG), code(CRASH)],
+            REFINE: [fix(WRONG), fix(third), fix(third.replace("40", "39")), fix(GOOD)],
+        }
+    )
+    agent_for(llm, tmp_path, pool_size=3, first_pool=2, resample_attempts=2).run(
+        make_task(tmp_path)
+    )
+    turns = refiner_turns(llm)
+    assert [REPEAT_NOTE in t for t in turns] == [False, False, True, False]
+    # the best's prompt, the runner-up's (CRASH), the best's again, the runner-up's again
+    assert ["'missing'" in t for t in turns] == [False, True, False, True]
 
 
 def test_fixes_already_tried_reach_the_next_reflection(tmp_path: Path) -> None:
