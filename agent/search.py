@@ -216,7 +216,8 @@ class RoundSearch:
         # lessons, when there are lessons) the best candidate drawn without them.
         bases = {"best": best, "alt": self.runner_up or best, "bare": self.bare or best}
         cached: dict[tuple[str, bool], list[Message]] = {}
-        # Why the last answer to a prompt was not checked: the next draw from it says so.
+        # Why the last answer to a prompt was not checked: the next draw from it says so
+        # (a checked answer clears it).
         unusable: dict[tuple[str, bool], str] = {}
 
         def messages(which: str, shown: bool) -> list[Message]:
@@ -260,7 +261,9 @@ class RoundSearch:
             new = candidate.digest() not in self.digests
             if not taken and new:  # new, but no files
                 incomplete = (candidate, origin, temperature, shown)
-            if not taken and key is not None:
+            if key is not None and taken:
+                unusable.pop(key, None)
+            elif key is not None:
                 unusable[key] = prompts.NO_FILES_NOTE if new else prompts.REPEAT_NOTE
         if not pool.drawn and incomplete is not None:
             # Only replies without the files: check one, so the rule check's "missing file"

@@ -145,7 +145,7 @@ def test_refiner_reply_without_files_is_resampled(tmp_path: Path) -> None:
 def test_a_repeat_notes_only_its_own_prompt(tmp_path: Path) -> None:
     # Round 2 repairs the best (WRONG) and, every other hot draw, the runner-up (CRASH): the
     # greedy repair of the best repeats it; the runner-up's prompt carries no note, the
-    # best's next prompt does, and a new answer clears nothing from the round's notes.
+    # best's next prompt does.
     third = WRONG.replace("41", "40")
     llm = ScriptedLLM.by_system(
         {
@@ -160,6 +160,15 @@ def test_a_repeat_notes_only_its_own_prompt(tmp_path: Path) -> None:
     assert [REPEAT_NOTE in t for t in turns] == [False, False, True, False]
     # the best's prompt, the runner-up's (CRASH), the best's again, the runner-up's again
     assert ["'missing'" in t for t in turns] == [False, True, False, True]
+
+
+def test_a_checked_answer_clears_the_note(tmp_path: Path) -> None:
+    # One base all round: a repeat, then a new (failing) answer drawn with the note, then a
+    # draw whose last answer was checked: no note, it would be untrue.
+    third = WRONG.replace("41", "40")
+    llm = ScriptedLLM.by_system({GEN: [code(WRONG)], REFINE: [fix(WRONG), fix(third), fix(GOOD)]})
+    agent_for(llm, tmp_path, pool_size=3, resample_attempts=2).run(make_task(tmp_path))
+    assert [REPEAT_NOTE in t for t in refiner_turns(llm)] == [False, True, False]
 
 
 def test_fixes_already_tried_reach_the_next_reflection(tmp_path: Path) -> None:
