@@ -216,9 +216,8 @@ class RoundSearch:
         # lessons, when there are lessons) the best candidate drawn without them.
         bases = {"best": best, "alt": self.runner_up or best, "bare": self.bare or best}
         cached: dict[tuple[str, bool], list[Message]] = {}
-        # Why the last answer to a prompt was not checked: the next draw from it says so
-        # (a checked answer clears it).
-        unusable: dict[tuple[str, bool], str] = {}
+        # The note for the next draw from a prompt whose last answer was not checked.
+        unusable: dict[tuple[str, bool], str | None] = {}
 
         def messages(which: str, shown: bool) -> list[Message]:
             """The refiner's prompt for one base, with or without the lessons."""
@@ -257,14 +256,11 @@ class RoundSearch:
                 )
                 self.base_of.setdefault(candidate.digest(), base)
             offer = (candidate, origin, temperature, cost, round_no)
-            taken = self._offer(pool, *offer, lessons=shown, drawn_at=drawn_at)
-            new = candidate.digest() not in self.digests
-            if not taken and new:  # new, but no files
+            note = self._offer(pool, *offer, lessons=shown, drawn_at=drawn_at)
+            if note == prompts.NO_FILES_NOTE:
                 incomplete = (candidate, origin, temperature, shown)
-            if key is not None and taken:
-                unusable.pop(key, None)
-            elif key is not None:
-                unusable[key] = prompts.NO_FILES_NOTE if new else prompts.REPEAT_NOTE
+            if key is not None:
+                unusable[key] = note
         if not pool.drawn and incomplete is not None:
             # Only replies without the files: check one, so the rule check's "missing file"
             # reaches the refiner (its tokens are already counted as wasted).
@@ -318,20 +314,21 @@ class RoundSearch:
         *,
         lessons: bool,
         drawn_at: float,
-    ) -> bool:
+    ) -> str | None:
         """Check a drawn candidate into the pool (`take`) unless it repeats an earlier one or
-        lacks an output file: then it counts as a resample, its tokens as wasted. True when
-        it was taken."""
+        lacks an output file: then it counts as a resample, its tokens as wasted, and the
+        note for the next draw from its prompt is returned (`prompts.REPEAT_NOTE` or
+        `NO_FILES_NOTE`). None when it was taken."""
         new = candidate.digest() not in self.digests
         if not (new and all(name in candidate.files for name in self.run.task.output)):
             pool.wasted += cost
             pool.repeats += 1
             reason = "no output file" if new else "an earlier answer"
             self.run.emit("resampled", round_no, f"{origin} gave {reason}")
-            return False
+            return prompts.NO_FILES_NOTE if new else prompts.REPEAT_NOTE
         self.run.emit("generated", round_no, origin, cost, time.monotonic() - drawn_at)
         self.take(pool, candidate, origin, temperature, cost, round_no, lessons=lessons)
-        return True
+        return None
 
     def repaired(self, pool: Pool, first: RoundRecord) -> RoundRecord | None:
         """When round 1's chosen candidate is a hot sample that passed after failing draws,
