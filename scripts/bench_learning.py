@@ -28,7 +28,9 @@ temperature and seed, which the embedded model is at temperature 0):
 Figures per condition (mean [min-max] over orders x seeds): first-round and final success,
 mean rounds, tokens and wall time per solved task, the retrospective's tokens (the cost of
 learning); the evaluation part (after the split) also for none and learning. --out gets
-bench_learning.json (rewritten after every run: Ctrl-C keeps what was done) and .png.
+bench_learning.json (rewritten after every run: Ctrl-C keeps what was done) and .png; every
+loop run's trajectory (candidates, checks, feedback; what a post-mortem needs) goes to
+--out/runs/RUN_ID.json.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ from scripts._benchlib import (
     record,
     select_tasks,
     stream_order,
+    write_json_atomic,
 )
 
 # Seconds per loop run and per retrospective, measured here with the embedded model (the
@@ -180,10 +183,13 @@ class LearningBench:
         sandbox: Sandbox,
         store_dir: Path,
         on_record: OnRecord,
+        runs_dir: Path | None = None,
     ) -> None:
         self.config, self.tasks = config, list(tasks)
         self.llm, self.embedder, self.sandbox = llm, embedder, sandbox
         self.store_dir, self.on_record = store_dir, on_record
+        # Each loop run's trajectory (every candidate, check and feedback) as RUN_ID.json.
+        self.runs_dir = runs_dir
         self.split = split_at(config, len(self.tasks))
         # Each task's run without memory, per seed (see the shortcuts in the docstring).
         self.none_results: dict[tuple[int, str], RunResult] = {}
@@ -272,7 +278,10 @@ class LearningBench:
                 first_pool=self.config.first_pool,
             ),
         )
-        return agent.run(task, run_id=run_id)
+        result = agent.run(task, run_id=run_id)
+        if self.runs_dir is not None:
+            write_json_atomic(self.runs_dir / f"{run_id}.json", result.model_dump(mode="json"))
+        return result
 
 
 def _nothing_to_recall(memory: Memory) -> bool:
@@ -373,7 +382,8 @@ def run_bench(
             results.save(path)
 
         bench = LearningBench(config, tasks, llm=llm, embedder=embedder, sandbox=sandbox,
-                              store_dir=store_dir, on_record=on_record)  # fmt: skip
+                              store_dir=store_dir, on_record=on_record,
+                              runs_dir=out / "runs")  # fmt: skip
         try:
             bench.run()
         except KeyboardInterrupt:

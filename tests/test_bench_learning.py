@@ -202,6 +202,12 @@ def test_three_conditions_learn_recall_and_write_results(tmp_path: Path, sandbox
     assert set(data["summary"]["whole"]) == {"none", "learning"}
     assert set(data["summary"]["eval"]) == {"none", "learning", "frozen"}
     assert len(results.records) == 3 * 4 * 2  # every condition at every position, both orders
+    # Every loop run that was not reused left its trajectory for the post-mortem.
+    runs = sorted((out / "runs").glob("*.json"))
+    assert len(runs) == sum(not r.reused for r in results.records)
+    trajectories = {p.stem: json.loads(p.read_text()) for p in runs}
+    assert all(t["run_id"] == stem and t["rounds"] for stem, t in trajectories.items())
+    assert {t["task_id"] for t in trajectories.values()} == {r.task_id for r in results.records}
 
     by = {c: [r for r in results.records if r.condition == c] for c in ("none", "learning")}
     assert not any(r.recalled_seed or r.recalled_reflection for r in by["none"])
