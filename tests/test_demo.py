@@ -1,8 +1,9 @@
 """`lessonloop demo` end to end on a scripted model: real traps, sandbox, memory, MiniLM.
 
-The scripted model plays a worker that falls into the currency trap on task A and fixes it
-when refining; the test checks what the demo claims against the store and the runs. The
-real model's demo is measured in the README ("The demo"), not asserted here.
+The scripted model plays a worker that falls into the default pair's trap (a byte order mark
+before the CSV header) on task A and fixes it when refining; the test checks what the demo
+claims against the store and the runs. The real model's demo: tests/test_demo_model.py (what
+it claims) and the README's "Status" (what it showed).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from agent.app.demo import DEFAULT_TASKS
 from scripts.bench_retro import with_naive_helpers
 from tests.helpers import GEN, REFINE, code, fix
 
@@ -20,10 +22,10 @@ TRAPS = Path(__file__).resolve().parents[1] / "examples" / "traps"
 LESSON = "You write one lesson"
 ANALYSIS = json.dumps(
     {
-        "root_cause": "money amounts carry a currency symbol and thousands separators, "
-        "which float() rejects",
-        "fix": "remove currency symbols, spaces and thousands separators before float()",
-        "applies_when": "CSV money columns written for people to read",
+        "root_cause": "the CSV starts with a UTF-8 byte order mark, which plain utf-8 keeps "
+        "in the first header name",
+        "fix": "open the CSV with encoding='utf-8-sig' so the mark is dropped",
+        "applies_when": "CSV files exported by spreadsheet programs",
     }
 )
 
@@ -54,12 +56,12 @@ def demo(
 
 
 def test_demo_stores_a_verified_lesson_and_task_b_recalls_it(tmp_path: Path) -> None:
-    a, b = reference("currency_01_invoices"), reference("currency_02_expenses")
+    a, b = (reference(name) for name in DEFAULT_TASKS)
     naive_a, naive_b = with_naive_helpers(a)[1], with_naive_helpers(b)[1]
     replies = {
-        # A: naive (crashes on '$860.45'); B with memory: right at once; B alone: naive.
+        # A: naive (fails on the BOM); B with memory: right at once; B alone: naive.
         GEN: [code(naive_a), code(b), code(naive_b)],
-        REFINE: [fix(a, "strip currency signs"), fix(b, "strip currency signs")],
+        REFINE: [fix(a, "read with utf-8-sig"), fix(b, "read with utf-8-sig")],
         LESSON: [ANALYSIS],
     }
     proc = demo(tmp_path, replies, "--json")
@@ -86,7 +88,7 @@ def test_demo_stores_a_verified_lesson_and_task_b_recalls_it(tmp_path: Path) -> 
 
 
 def test_demo_says_plainly_when_nothing_was_learned(tmp_path: Path) -> None:
-    naive_a = with_naive_helpers(reference("currency_01_invoices"))[1]
+    naive_a = with_naive_helpers(reference(DEFAULT_TASKS[0]))[1]
     # Task A is never solved: no verified fix, so no lesson, and the verdict says so.
     replies = {GEN: [code(naive_a)], REFINE: [fix(naive_a + "\n# v2\n")]}
     proc = demo(tmp_path, replies, LESSONLOOP_POOL_SIZE="1", LESSONLOOP_MAX_ROUNDS="2")
@@ -98,7 +100,7 @@ def test_demo_says_plainly_when_nothing_was_learned(tmp_path: Path) -> None:
 
 def test_demo_never_writes_into_the_configured_memory(tmp_path: Path) -> None:
     real = tmp_path / "assistant-memory"
-    naive_a = with_naive_helpers(reference("currency_01_invoices"))[1]
+    naive_a = with_naive_helpers(reference(DEFAULT_TASKS[0]))[1]
     replies = {GEN: [code(naive_a)], REFINE: [fix(naive_a + "\n# v2\n")]}
     proc = demo(
         tmp_path, replies, LESSONLOOP_POOL_SIZE="1", LESSONLOOP_MAX_ROUNDS="2",
@@ -109,5 +111,5 @@ def test_demo_never_writes_into_the_configured_memory(tmp_path: Path) -> None:
 
 
 def test_a_missing_task_b_fails_before_task_a_runs(tmp_path: Path) -> None:
-    proc = demo(tmp_path, [], str(TRAPS / "currency_01_invoices"), str(tmp_path / "nope"))
+    proc = demo(tmp_path, [], str(TRAPS / DEFAULT_TASKS[0]), str(tmp_path / "nope"))
     assert proc.returncode == 2 and "error:" in proc.stderr and "task A" not in proc.stderr

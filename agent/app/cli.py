@@ -142,7 +142,7 @@ def _print_summary(session: SessionResult) -> None:
 def demo(
     tasks: Annotated[
         list[Path] | None,
-        typer.Argument(help="Two task dirs with one trap (default: two currency traps)"),
+        typer.Argument(help="Two task dirs with one trap (default: two BOM traps)"),
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="Model spec")] = None,
     memory: Annotated[
