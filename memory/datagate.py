@@ -24,6 +24,18 @@ quotes no '$'), and "a side holding none fits" let the BOM task's lesson (its sy
 '\\ufeffsku') into the reflections of four tasks whose data has no BOM, among them the euro
 task, and the '$' task's lesson into the decimal-comma task's, in the 1.5B stream of the
 thirteenth session: 5 of its 10 recalls, none of which helped (docs/status-log.md).
+
+Shared symbols as evidence (`QueryData.shares`, recall's `seed_data_cut`): at a task start,
+a lesson quoting a data symbol the task's own data holds is let in below the cosine cut, and
+ranks after every lesson that passed on meaning. A shared symbol says the lesson's pitfall is
+in this data where the goal's words say little: a CSV lesson learned on stock quantities and
+a tags.txt task with the same BOM are at cosine 0.25. On the trap tasks' starts
+(scripts/bench_recall.py --trap-tasks only) hit@1/hit@3 0.69/0.69 -> 0.71/0.72 (halves
+0.57/0.57 -> 0.61/0.62, 0.84/0.84 unchanged), related starts left empty 4 -> 2, unrelated
+starts without a lesson 0.97 -> 0.97, the same from cosine 0.0 or 0.2. Ranked with the
+others (fused from the lower floor) it scored 0.73/0.73, but a lesson let in below the cut
+must not outrank one that passed it (the seed cut margin did, on a real stream's store). With
+delimiters counted too, a poem with a ';' got the semicolon lesson (no lesson 0.96).
 """
 
 from __future__ import annotations
@@ -31,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory.dedup import index_text
-from memory.lexical import data_marks
+from memory.lexical import DELIMITERS, data_marks
 from memory.matchtext import match_text
 from memory.types import Lesson, LessonQuery
 
@@ -49,6 +61,14 @@ class QueryData:
     def judges(self) -> bool:
         """Can a lesson's marks decide anything? (Else they need not be read.)"""
         return self.strict or bool(self.marks)
+
+    def shares(self, lesson: frozenset[str]) -> bool:
+        """The gate's other side, for `RecallConfig.seed_data_cut`: does this task's data hold
+        one of the lesson's symbols, other than a delimiter? A ';' or '|' is punctuation in a
+        text file too ("the straits; on the coast"): it keeps a lesson away from data without
+        it, but is no evidence on its own that the lesson belongs."""
+        own = lesson - DELIMITERS
+        return self.strict and bool(own) and bool(self.marks) and self.admits(own)
 
     def admits(self, lesson: frozenset[str]) -> bool:
         """A lesson quoting no data symbol always fits; one that does fits data sharing one of

@@ -92,7 +92,7 @@ _DATA_SYMBOLS = frozenset(_SYMBOLS) | {"ufeff"}
 
 # A value quoted in prose ('a;b', not the "file's ... it's" of two apostrophes).
 _QUOTED_VALUE = re.compile(r"(?<!\w)'[^'\n]*'(?!\w)")
-_DELIMITERS = frozenset(";|")
+DELIMITERS = frozenset(";|")
 
 
 # A currency written as its code beside a number ('USD 1,625', '3,725 EUR'): "¤" as a sign.
@@ -115,7 +115,7 @@ def data_marks(text: str, *, data: bool = True) -> frozenset[str]:
         marks.add("¤")
     if not data:
         quoted = "".join(_QUOTED_VALUE.findall(text))
-        marks -= {d for d in _DELIMITERS if d not in quoted}
+        marks -= {d for d in DELIMITERS if d not in quoted}
     if marks & _CURRENCY:
         marks.add("¤")
     return frozenset(marks)

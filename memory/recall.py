@@ -42,6 +42,10 @@ cut minus the margin (all or nothing, so hit@3 is not cut twice). A query that s
 learning stream (scripts/bench_learning.py on the 1.5B) a lesson let in below the cut
 outranked the one that opened the gate and replaced a right seed hit by a wrong one.
 
+Shared data symbols (`RecallConfig.seed_data_cut`): at a task start, a lesson quoting a
+data symbol the task's data holds is a candidate from that cosine (any, by default), without
+the seed gate, ranked after every lesson that passed on meaning (`memory.datagate`).
+
 Ranking, for each candidate:
 
     relevance = ((cosine - cut) / (best cosine - cut) + bm25 / best bm25) / 2   # 1 = first in both
@@ -95,7 +99,7 @@ from memory.lexical import RECALLABLE, LexicalIndex
 from memory.matchtext import match_text
 from memory.render import estimate_tokens, render_lessons
 from memory.schema import LessonRow, ReviewRow, to_lesson, utcnow
-from memory.seedgate import candidate_cut, gate_types, passes_seed_gate
+from memory.seedgate import candidate_cut, gate_types, passes_seed_gate, seed_gated
 from memory.types import Lesson, LessonQuery, RecallStage, ScoredLesson
 
 GLOBAL_SCOPE = "global"
@@ -127,6 +131,10 @@ class RecallConfig:
     candidate_pool: int = 24
     # The stages whose queries pass the data gate (see "Data gate" in the docstring).
     data_gate: tuple[RecallStage, ...] = ("seed", "reflection")
+    # Seed stage: a lesson quoting a data symbol the task's own data holds is a candidate
+    # from this cosine on, and opens the seed gate; None: like any other lesson. See "Shared
+    # data symbols" in the docstring.
+    seed_data_cut: float | None = 0.0
 
 
 @dataclass(frozen=True)
@@ -141,6 +149,8 @@ class _Candidate:
     types: frozenset[str] = frozenset()
     # The data symbols its symptom and root cause quote (`memory.datagate.lesson_marks`).
     marks: frozenset[str] = frozenset()
+    # Below the cut, let in by a data symbol the task's data shares (`seed_data_cut`).
+    by_data: bool = False
 
 
 def lift(lesson: Lesson) -> float:
@@ -264,6 +274,7 @@ class _Search:
         cut: float,
         data_gate: tuple[RecallStage, ...] = (),
         types: frozenset[str] = frozenset(),
+        data_cut: float | None = None,
     ) -> None:
         self.query, self.index, self.db, self.cut = query, index, db, cut
         self.types = types  # the error-type gate's (memory.seedgate.gate_types)
@@ -278,6 +289,8 @@ class _Search:
         gated = query.stage in data_gate and query.min_similarity is None
         self.data = query_data(query) if gated else QueryData()
         self.blocked: set[str] = set()  # candidates the data gate kept out
+        # A task start's own data lets a lesson sharing one of its symbols in from here.
+        self.floor = cut if data_cut is None or not self.data.strict else min(cut, data_cut)
 
     def recallable(self, error_types: Sequence[str] = ()) -> dict[str, list[str]]:
         """The recallable lessons of the searched scopes (of these types, if any), by scope,
@@ -346,7 +359,7 @@ class _Search:
         above = [
             i
             for i in dict.fromkeys(ids)
-            if self.similarity.get(i, -1.0) >= self.cut and i not in excluded
+            if self.similarity.get(i, -1.0) >= self.floor and i not in excluded
         ]
         loaded, flagged, types = _load(self.db, above)
         found = [
@@ -357,12 +370,16 @@ class _Search:
                 self.bm25.get(i, 0.0),
                 i in flagged,
                 types[i],
-                self._marks(lesson),
+                marks,
+                by_data=self.similarity[i] < self.cut,
             )
             for i in above
             if i in loaded
             for lesson, vec in [loaded[i]]
             if _still_fits(lesson, self.query)
+            for marks in [self._marks(lesson)]
+            # Below the cut only by a data symbol the task's data shares.
+            if self.similarity[i] >= self.cut or self.data.shares(marks)
         ]
         # Kept out before the pool is judged full, so lessons about other data cannot crowd
         # out one that fits (the fallback searches then skip them).
@@ -395,6 +412,8 @@ def _gather(search: _Search, pool: int, limit: int) -> list[_Candidate]:
 def _rank(
     found: list[_Candidate], config: RecallConfig, now: datetime, cut: float
 ) -> list[tuple[ScoredLesson, Vector]]:
+    if not found:
+        return []
     by_vector = sorted(found, key=lambda c: (-c.similarity, c.lesson.id))
     top_cosine = max(c.similarity for c in found)
     top_bm25 = max(c.bm25 for c in found)
@@ -435,9 +454,16 @@ def recall(
     views = [match_text(query.text), *(match_text(v) for v in query.surface if v.strip())]
     cut = candidate_cut(query, config)
     types = gate_types(query, stated=config.seed_stated_types)
-    search = _Search(query, embedder.embed(views), index, lexical, db, cut, config.data_gate, types)
+    data_cut = config.seed_data_cut if seed_gated(query) else None
+    search = _Search(
+        query, embedder.embed(views), index, lexical, db, cut, config.data_gate, types, data_cut
+    )
     found = _gather(search, max(config.candidate_pool, query.limit * 4), query.limit)
-    if not found or not passes_seed_gate(query, max(c.similarity for c in found), config):
-        return []
-    ranked = _rank(found, config, utcnow(), search.cut)
+    meant = [c for c in found if not c.by_data]
+    if meant and not passes_seed_gate(query, max(c.similarity for c in meant), config):
+        meant = []
+    # A lesson let in by the data alone ranks after every one that passed on meaning.
+    shared = [c for c in found if c.by_data]
+    now = utcnow()
+    ranked = _rank(meant, config, now, search.cut) + _rank(shared, config, now, search.floor)
     return _diversify(ranked, query.limit, query.token_budget, config.diversity_similarity)

@@ -51,6 +51,8 @@ ROTATIONS = (1, 2, 3, 4)
 TIME_ZONES = ("dates_01_", "dates_02_")
 CUTS, GATES = (0.3, 0.35, 0.4), (0.35, 0.4, 0.45, 0.5)
 MIN_NO_LESSON = 0.9
+# `RecallConfig.seed_data_cut` rows: a shared data symbol admits a lesson from this cosine.
+DATA_CUTS = (0.0, 0.2)
 
 
 class CachedEmbedder:
@@ -172,15 +174,22 @@ class Rotation(BaseModel):
 
 
 @contextmanager
-def recall_settings(memory: Memory, seed_cut: float | None, gate: float | None) -> Iterator[None]:
-    """Recall with this seed cut and gate (None: the store's), then the store's own again.
+def recall_settings(
+    memory: Memory, seed_cut: float | None, gate: float | None, data_cut: float | None = None
+) -> Iterator[None]:
+    """Recall with this seed cut and gate (None: the store's) and `seed_data_cut`, then the
+    store's own again.
 
     Only the seed stage is asked here: the gate is set as the store's cut."""
     config = memory.recall_config
     gate = seed_gate(config) if gate is None else gate
     margin = config.seed_cut_margin if seed_cut is None else gate - seed_cut
     memory.recall_config = dataclasses.replace(
-        config, min_similarity=gate, seed_min_similarity=None, seed_cut_margin=margin
+        config,
+        min_similarity=gate,
+        seed_min_similarity=None,
+        seed_cut_margin=margin,
+        seed_data_cut=data_cut,
     )
     try:
         yield
@@ -207,10 +216,11 @@ def collect(
     surface: bool,
     seed_cut: float | None,
     gate: float | None,
+    data_cut: float | None = None,
 ) -> Answers:
     answers: Answers = {}
     for rotation, memory in memories:
-        with recall_settings(memory, seed_cut, gate):
+        with recall_settings(memory, seed_cut, gate, data_cut):
             for query in (*rotation.related, *unrelated):
                 answers[rotation.k, query.id] = ask(memory, rotation.labels, query, surface)
     return answers
@@ -298,6 +308,10 @@ def run_trap_seed(
                 on_step(f"seed stage, trap tasks: {name}")
             settings.append(score(name, collect(memories, unrelated, *knobs), memories,
                                   unrelated, causes, knobs))  # fmt: skip
+        for data_cut in DATA_CUTS:
+            name = f"as built, shared data symbol from cosine {data_cut}"
+            answers = collect(memories, unrelated, True, None, None, data_cut)
+            settings.append(score(name, answers, memories, unrelated, causes, (True, None, None)))
         grid = []
         for cut, gate in itertools.product(CUTS, GATES):
             if gate < cut:

@@ -195,3 +195,63 @@ def test_lessons_about_other_data_do_not_crowd_out_one_that_fits() -> None:
         query = LessonQuery(text="ERR sums off", scope="s", stage="reflection",
                             error_types=("ValueError",), data=plain)  # fmt: skip
         assert [h.lesson.root_cause for h in memory.recall(query)] == [fits_.root_cause]
+
+
+class _Far(FlatEmbedder):
+    """A task start ("TASK") at cosine 0.2 to every lesson symptom ("ERR"), and at 0.45 to
+    a "NEAR" one."""
+
+    def _one(self, text: str) -> list[float]:
+        if "TASK" in text:
+            return [0.2, 0.0, 0.0, 0.0, 0.98]
+        if "NEAR" in text:
+            return [0.965, 0.0, 0.0, 0.0, 0.262]
+        return super()._one(text)
+
+
+def test_a_data_symbol_the_task_shares_lets_a_distant_lesson_in_at_its_start() -> None:
+    """`seed_data_cut`: at a task start, a lesson quoting a data symbol the task's own data
+    holds is a candidate from that cosine (here 0.2, under the cut 0.4) and opens the seed
+    gate; a lesson quoting no symbol, or symbols the data lacks, still needs the cut, and
+    reflections are not touched."""
+    bom_data = ("--- tags.txt ---\n\\ufeffpython\nsql",)
+    dollar_data = ("values of column 'fee' in fees.csv: '$12.50', '$1,020.00'",)
+    plain_data = ("--- tags.txt ---\npython\nsql",)
+
+    def start(data: tuple[str, ...], stage: RecallStage = "seed") -> list[str]:
+        query = LessonQuery(text="TASK count each tag", scope="s", stage=stage, data=data)
+        return [h.lesson.root_cause for h in memory.recall(query)]
+
+    semicolon = _lesson("KeyError: 'qty' (in the input: 'id;qty')", "one ';'-delimited file")
+    poem_data = ("--- poem.txt ---\nUpon the straits; on the French coast",)
+    with Memory.in_memory(_Far(), min_similarity=0.4, seed_data_cut=0.1) as memory:  # type: ignore[arg-type]
+        memory.add_many([MONEY, HEADER, PLAIN, semicolon])
+        assert start(bom_data) == [HEADER.root_cause]
+        assert start(dollar_data) == [MONEY.root_cause]  # any two currencies count as one
+        assert start(plain_data) == []
+        assert start(bom_data, stage="reflection") == []
+        # A ';' is punctuation in prose too: no evidence on its own.
+        assert start(poem_data) == []
+    with Memory.in_memory(_Far(), min_similarity=0.4, seed_data_cut=0.3) as memory:  # type: ignore[arg-type]
+        memory.add_many([MONEY, HEADER, PLAIN])
+        assert start(bom_data) == []  # 0.2 is under this data cut too
+    with Memory.in_memory(_Far(), min_similarity=0.4) as memory:
+        memory.add_many([MONEY, HEADER, PLAIN])
+        assert start(bom_data) == [HEADER.root_cause]  # on by default, from any cosine
+    with Memory.in_memory(_Far(), min_similarity=0.4, seed_data_cut=None) as memory:  # type: ignore[arg-type]
+        memory.add_many([MONEY, HEADER, PLAIN])
+        assert start(bom_data) == []  # off
+
+
+def test_a_lesson_let_in_by_the_data_ranks_after_those_that_passed_on_meaning() -> None:
+    """The BOM lesson shares the start's words ('sku', 'qty') and its data: fused with the
+    others it would outrank a lesson just over the cut that shares neither. It must not: a
+    lesson let in below the cut never displaces one that passed it."""
+    near = LessonDraft(scope="s", error_type="KeyError", symptom="NEAR a value went missing",
+                       root_cause="a column renamed", fix="read the new name")  # fmt: skip
+    bom_data = ("--- stock.csv ---\n\\ufeffsku,qty\nA-1,3",)
+    with Memory.in_memory(_Far(), min_similarity=0.4) as memory:
+        memory.add_many([HEADER, near])
+        query = LessonQuery(text="TASK sum qty per sku", scope="s", stage="seed", data=bom_data)
+        hits = memory.recall(query)
+        assert [h.lesson.root_cause for h in hits] == [near.root_cause, HEADER.root_cause]
