@@ -8,6 +8,8 @@ value that occurs in an input file, the feedback also shows, from that file:
 - a CSV cell: the column's other distinct values, varied formats first;
 - a header name the program looked up (KeyError 'department'): the header exactly as
   Python reads it (a BOM, stray spaces or another delimiter become visible);
+- a column name the program met as a value (`int('qty')`: the header row parsed as data):
+  that it is a column name, and the header row;
 - anything else: the first lines that contain it;
 - a decoding error at byte position N: the raw bytes around N.
 
@@ -49,9 +51,11 @@ def input_evidence(message: str | None, workspace: Path | None) -> str | None:
         return _decode_evidence(files, int(decode.group(1), 16), int(decode.group(2)))
     texts = [(path, raw.decode("utf-8", errors="replace")) for path, raw in files]
     found: list[str] = []
+    # A ValueError quotes a value the program converted (a KeyError, one it looked up).
+    converted = "ValueError" in message
     for literal in _literals(message)[:MAX_LITERALS]:
         for path, text in texts:
-            line = _evidence_in(path.relative_to(workspace), text, literal)
+            line = _evidence_in(path.relative_to(workspace), text, literal, converted)
             if line:
                 found.append(line)
                 break
@@ -245,12 +249,15 @@ def _input_files(workspace: Path) -> Iterator[tuple[Path, bytes]]:
                 yield path, raw
 
 
-def _evidence_in(name: Path, text: str, literal: str) -> str | None:
+def _evidence_in(name: Path, text: str, literal: str, converted: bool) -> str | None:
     rows = _csv_rows(text)
     if rows:
         header, body = rows[0], rows[1:]
         if literal not in header and any(_loosely(cell) == _loosely(literal) for cell in header):
             return f"the header of {name} as Python reads it: {header!r}"
+        if converted and literal in header and not any(literal in row for row in body):
+            # A program converting a column name parsed the header row as data.
+            return f"{literal!r} is a column name, in the header row of {name}: {header!r}"
         for column in range(len(header)):
             values = [row[column] for row in body if column < len(row)]
             if any(value.strip() == literal.strip() for value in values):

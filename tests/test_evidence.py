@@ -39,6 +39,21 @@ def test_a_header_lookup_shows_the_header_as_read(tmp_path: Path) -> None:
     assert text == "the header of p.csv as Python reads it: ['\\ufeffdepartment', 'salary']"
 
 
+def test_a_column_name_met_as_a_value_says_it_is_the_header(tmp_path: Path) -> None:
+    """int('qty'): the program parsed the header row as data. A lesson's symptom read "lines
+    of stock.csv that contain 'qty'", and the 1.5B took 'qty' for a bad value in the column."""
+    ws = workspace(tmp_path, {"stock.csv": "\ufeffsku,warehouse,qty\nA-1,north,3\n"})
+    text = input_evidence("ValueError: invalid literal for int() with base 10: 'qty'", ws)
+    assert text == (
+        "'qty' is a column name, in the header row of stock.csv: ['\\ufeffsku', 'warehouse', 'qty']"
+    )
+    # A value that is also a cell of the body is the column's value, as before.
+    (tmp_path / "b").mkdir()
+    ws2 = workspace(tmp_path / "b", {"t.csv": "kind,n\nn,3\nx,4\n"})
+    other = input_evidence("ValueError: could not convert string to float: 'n'", ws2)
+    assert other is not None and other.startswith("values of column 'kind' in t.csv")
+
+
 def test_a_value_outside_a_table_shows_the_lines_holding_it(tmp_path: Path) -> None:
     ws = workspace(tmp_path, {"s.csv": "id;weight_kg\n1;2,5\n"})
     text = input_evidence("KeyError: 'weight_kg'", ws)
