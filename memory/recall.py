@@ -132,8 +132,8 @@ class RecallConfig:
     # The stages whose queries pass the data gate (see "Data gate" in the docstring).
     data_gate: tuple[RecallStage, ...] = ("seed", "reflection")
     # Seed stage: a lesson quoting a data symbol the task's own data holds is a candidate
-    # from this cosine on, and opens the seed gate; None: like any other lesson. See "Shared
-    # data symbols" in the docstring.
+    # from this cosine on, without the seed gate, ranked after those that passed the cut;
+    # None: like any other lesson. See "Shared data symbols" in the docstring.
     seed_data_cut: float | None = 0.0
 
 
