@@ -30,6 +30,10 @@ def test_demo_on_the_embedded_model(tmp_path: Path) -> None:
         # Share this machine's verified model cache instead of joining 1.1 GB again.
         "LESSONLOOP_CACHE": str(Path.home() / ".lessonloop" / "cache"),
     }
+    # Nothing else runs beside this test: every core, without llama.cpp's spinning waits
+    # (agent.llm.local.default_threads), halves its quarter of an hour on 2 cores.
+    env.setdefault("LESSONLOOP_N_THREADS", str(len(os.sched_getaffinity(0))))
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     proc = subprocess.run(
         [sys.executable, "-m", "agent", "demo", "--model", "local", "--json"],
         capture_output=True,
