@@ -47,7 +47,7 @@ from memory.matchtext import FEEDBACK_KINDS
 from memory.types import LessonQuery
 
 if TYPE_CHECKING:
-    from memory.recall import RecallConfig
+    from memory.ranking import RecallConfig
 
 # Builtin exception classes; a warning is not an error.
 _BUILTIN_EXCEPTIONS = frozenset(

@@ -25,7 +25,8 @@ from memory.embeddings import Embedder, HashEmbedder
 from memory.errors import EmbeddingMismatchError
 from memory.index import LessonIndex, ephemeral_client
 from memory.lexical import LexicalIndex
-from memory.recall import RecallConfig, recall
+from memory.ranking import RecallConfig
+from memory.recall import recall
 from memory.sync import Progress
 from memory.types import (
     AddResult,

@@ -35,7 +35,7 @@ from agent.sandbox import Sandbox
 from agent.task import Task, load_task
 from memory import Embedder, LessonDraft, LessonQuery, Memory
 from memory.quality import RankingMetrics, no_lesson_rate, ranking_metrics
-from memory.recall import RecallConfig
+from memory.ranking import RecallConfig
 from memory.seedgate import seed_gate
 from memory.store import DEFAULT_MIN_SIMILARITY
 from retrospectives.extract import Retrospective

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memory.dedup import index_text
 from memory.lexical import BM25
-from memory.recall import RecallConfig
+from memory.ranking import RecallConfig
 from scripts._synthetic_lessons import bench_queries, generate
 from scripts.bench_memory import pct, timed
 

@@ -31,7 +31,7 @@ from agent.app.cli_memory import (
     when,
 )
 from memory import LessonLift, Memory, curate, export, seed
-from memory.recall import RecallConfig
+from memory.ranking import RecallConfig
 from memory.seedgate import gate_types, seed_gate
 from memory.types import Lesson, LessonFilter, LessonQuery, LessonSort, LessonUse, Page
 

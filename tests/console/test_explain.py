@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from agent.app.console.explain import explain
-from memory.recall import RecallConfig, score
+from memory.ranking import RecallConfig, score
 from memory.schema import utcnow
 from memory.types import Lesson, ScoredLesson
 

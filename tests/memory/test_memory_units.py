@@ -11,7 +11,8 @@ from memory import HashEmbedder, Lesson, LessonQuery, ScoredLesson, estimate_tok
 from memory.db import sql_url
 from memory.embeddings import Embedder, MiniLMEmbedder, resolve_embedder
 from memory.errors import MemoryConfigError
-from memory.recall import RecallConfig, lift, scopes_of, score
+from memory.ranking import RecallConfig, lift, score
+from memory.recall import scopes_of
 from memory.render import HEADER
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -2,7 +2,7 @@
 
     score = relevance + lift + recency + validated bonus - review penalty
 
-Recall returns the score; the terms other than relevance come from `memory.recall.score_terms`
+Recall returns the score; the terms other than relevance come from `memory.ranking.score_terms`
 (the formula's one definition), so relevance (the fused rank by meaning and by words) is what
 remains. Pure: no store access.
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from agent.app.console.models import SearchHit
-from memory.recall import RecallConfig, score_terms
+from memory.ranking import RecallConfig, score_terms
 from memory.types import ScoredLesson
 
 
