@@ -39,6 +39,10 @@ from memory.schema import LessonRow
 
 _PRODUCT = 1 << 23  # floats in one (queries, stored rows) similarity block: 32 MiB
 _FEW = 4  # up to this many queries, one matrix-vector product each (see `VectorSet.best`)
+# OpenBLAS kernels can raise the FE_INVALID flag on finite inputs (numpy #24067, OpenBLAS
+# #1924), and numpy turns it into "invalid value encountered in matmul": seen once here on
+# unit vectors, in a test that passed the five times before. The rows and queries are unit
+# vectors, so the flag says nothing about them; overflow and division stay checked.
 
 
 class VectorSet:
@@ -85,7 +89,8 @@ class VectorSet:
         """The most similar stored vector (a small set: one product, no slicing)."""
         if not self._ids:
             return None
-        sims = self._mat[: len(self._ids)] @ vector
+        with np.errstate(invalid="ignore"):  # see the OpenBLAS note above
+            sims = self._mat[: len(self._ids)] @ vector
         row = int(np.argmax(sims))
         return Match(lesson_id=self._ids[row], similarity=float(sims[row]))
 
@@ -104,7 +109,8 @@ class VectorSet:
         # product stays small in memory (one slice for a single add: no extra passes).
         step = max(1, _PRODUCT // len(vectors))
         for start in range(0, len(self._ids), step):
-            sims = queries @ self._mat[start : min(start + step, len(self._ids))].T
+            with np.errstate(invalid="ignore"):  # see the OpenBLAS note above
+                sims = queries @ self._mat[start : min(start + step, len(self._ids))].T
             rows = np.argmax(sims, axis=1)
             found = sims[np.arange(len(vectors)), rows]
             better = found > best_sim  # strict: the first of equal rows wins, as argmax does
