@@ -67,8 +67,7 @@ class QueryData:
         one of the lesson's symbols, other than a delimiter? A ';' or '|' is punctuation in a
         text file too ("the straits; on the coast"): it keeps a lesson away from data without
         it, but is no evidence on its own that the lesson belongs."""
-        own = lesson - DELIMITERS
-        return self.strict and bool(own) and bool(self.marks) and self.admits(own)
+        return self.strict and bool(self.marks & (lesson - DELIMITERS))
 
     def admits(self, lesson: frozenset[str]) -> bool:
         """A lesson quoting no data symbol always fits; one that does fits data sharing one of

@@ -100,8 +100,6 @@ class _Candidate:
     types: frozenset[str] = frozenset()
     # The data symbols its symptom and root cause quote (`memory.datagate.lesson_marks`).
     marks: frozenset[str] = frozenset()
-    # Below the cut, let in by a data symbol the task's data shares (`seed_data_cut`).
-    by_data: bool = False
 
 
 def scopes_of(query: LessonQuery) -> list[str]:
@@ -275,7 +273,6 @@ class _Search:
                 i in flagged,
                 types[i],
                 marks,
-                by_data=self.similarity[i] < self.cut,
             )
             for i in above
             if i in loaded
@@ -363,11 +360,11 @@ def recall(
         query, embedder.embed(views), index, lexical, db, cut, config.data_gate, types, data_cut
     )
     found = _gather(search, max(config.candidate_pool, query.limit * 4), query.limit)
-    meant = [c for c in found if not c.by_data]
+    meant = [c for c in found if c.similarity >= search.cut]
     if meant and not passes_seed_gate(query, max(c.similarity for c in meant), config):
         meant = []
     # A lesson let in by the data alone ranks after every one that passed on meaning.
-    shared = [c for c in found if c.by_data]
+    shared = [c for c in found if c.similarity < search.cut]
     now = utcnow()
     ranked = _rank(meant, config, now, search.cut) + _rank(shared, config, now, search.floor)
     return _diversify(ranked, query.limit, query.token_budget, config.diversity_similarity)
