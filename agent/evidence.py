@@ -10,6 +10,8 @@ value that occurs in an input file, the feedback also shows, from that file:
   Python reads it (a BOM, stray spaces or another delimiter become visible);
 - a column name the program met as a value (`int('qty')`: the header row parsed as data):
   that it is a column name, and the header row;
+- a wrong output value whose key names a column (`result.json['pro']['active']: got 1`, or
+  `['recommend_pct']` beside a column `would_recommend`): that column's distinct values;
 - anything else: the first lines that contain it;
 - a decoding error at byte position N: the raw bytes around N.
 
@@ -51,11 +53,12 @@ def input_evidence(message: str | None, workspace: Path | None) -> str | None:
         return _decode_evidence(files, int(decode.group(1), 16), int(decode.group(2)))
     texts = [(path, raw.decode("utf-8", errors="replace")) for path, raw in files]
     found: list[str] = []
-    # A ValueError quotes a value the program converted (a KeyError, one it looked up).
-    converted = "ValueError" in message
+    # A ValueError quotes a value the program converted, a KeyError one it looked up; any
+    # other message (a check's wrong value) quotes keys of the output.
+    how = "converted" if "ValueError" in message else "looked up" if "KeyError" in message else ""
     for literal in _literals(message)[:MAX_LITERALS]:
         for path, text in texts:
-            line = _evidence_in(path.relative_to(workspace), text, literal, converted)
+            line = _evidence_in(path.relative_to(workspace), text, literal, how)
             if line:
                 found.append(line)
                 break
@@ -158,8 +161,9 @@ def input_profile(workspace: Path | None) -> list[str]:
     - a file that is not UTF-8: the bytes around the first undecodable one;
     - a delimited file: its header as Python's csv module reads it by default, when that
       is not a list of plain names (a BOM, stray spaces, another delimiter);
-    - each column whose values are not plain words or numbers (more than one format, or
-      one with symbols in it: '$', '%', a decimal comma), varied formats first.
+    - each column whose values are not plain words or numbers (more than one format, one
+      with symbols in it: '$', '%', a decimal comma, or one word in several cases), varied
+      formats first.
 
     A task start then reads like the symptom of a lesson learned on data of the same kind.
     """
@@ -185,7 +189,7 @@ def input_profile(workspace: Path | None) -> list[str]:
         header, body = rows[0], rows[1:]
         for column, title in enumerate(header):
             values = [row[column] for row in body if column < len(row)]
-            if _unusual({_shape(v) for v in values}):
+            if _unusual({_shape(v) for v in values}) or _case_variants(values):
                 lines.append(_column_line(name, title, values))
     return lines
 
@@ -231,6 +235,13 @@ def _unusual(shapes: set[str]) -> bool:
     return shapes != plain or bool(words and numbers)
 
 
+def _case_variants(values: list[str]) -> bool:
+    """One word written in several cases ('Yes', 'yes', 'YES'): a program comparing the
+    strings misses all but one."""
+    distinct = {v.strip() for v in values}
+    return len({v.lower() for v in distinct}) < len(distinct)
+
+
 def _literals(message: str) -> list[str]:
     values: list[str] = []
     for match in _QUOTED.finditer(message):
@@ -249,24 +260,44 @@ def _input_files(workspace: Path) -> Iterator[tuple[Path, bytes]]:
                 yield path, raw
 
 
-def _evidence_in(name: Path, text: str, literal: str, converted: bool) -> str | None:
+def _evidence_in(name: Path, text: str, literal: str, how: str) -> str | None:
     rows = _csv_rows(text)
     if rows:
         header, body = rows[0], rows[1:]
         if literal not in header and any(_loosely(cell) == _loosely(literal) for cell in header):
             return f"the header of {name} as Python reads it: {header!r}"
-        if converted and literal in header and not any(literal in row for row in body):
+        if how == "converted" and literal in header and not any(literal in row for row in body):
             # A program converting a column name parsed the header row as data.
             return f"{literal!r} is a column name, in the header row of {name}: {header!r}"
-        for column in range(len(header)):
-            values = [row[column] for row in body if column < len(row)]
+        columns = [[row[c] for row in body if c < len(row)] for c in range(len(header))]
+        for column, values in enumerate(columns):
             if any(value.strip() == literal.strip() for value in values):
                 return _column_line(name, header[column], values)
+        named = None if how else _named_column(header, literal)
+        if named is not None:
+            # An output key named after a column: its value comes from that column's values.
+            return _column_line(name, header[named], columns[named])
     lines = [line for line in text.splitlines() if literal.strip() in line]
     if not lines:
         return None
     shown = ", ".join(repr(line[:160]) for line in lines[:3])
     return f"lines of {name} that contain {literal!r}: {shown}"
+
+
+def _named_column(header: list[str], key: str) -> int | None:
+    """The column an output key is named after: the header cell itself, else the one sharing
+    the most words of four letters or more ('recommend_pct' -> 'would_recommend')."""
+    names = [_loosely(cell) for cell in header]
+    if _loosely(key) in names:
+        return names.index(_loosely(key))
+    words = _name_words(key)
+    shared = [len(words & _name_words(cell)) for cell in names]
+    best = max(shared, default=0)
+    return shared.index(best) if best else None
+
+
+def _name_words(name: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]+", name.lower()) if len(w) >= 4}
 
 
 def _csv_rows(text: str) -> list[list[str]]:

@@ -60,6 +60,32 @@ def test_a_value_outside_a_table_shows_the_lines_holding_it(tmp_path: Path) -> N
     assert text is not None and "'id;weight_kg'" in text
 
 
+def test_a_wrong_value_under_a_key_named_after_a_column_shows_that_column(tmp_path: Path) -> None:
+    """A check's wrong count quotes the output's keys: the group ('pro', a cell of 'plan') and
+    the figure ('active'). The figure comes from the column it is named after, whose values
+    are what the program misread ('y' and 'TRUE' counted as false)."""
+    rows = "email,plan,active\na@x,pro,y\nb@x,pro,TRUE\nc@x,free,0\n"
+    ws = workspace(tmp_path, {"subs.csv": rows})
+    text = input_evidence("result.json['pro']['active']: wrong value, got 0 (too low)", ws)
+    assert text == (
+        "values of column 'plan' in subs.csv (2 of 2 distinct, varied formats first): "
+        "'pro', 'free'\n"
+        "values of column 'active' in subs.csv (3 of 3 distinct, varied formats first): "
+        "'y', '0', 'TRUE'"
+    )
+    # A key that shares a word with one column names that column.
+    (tmp_path / "b").mkdir()
+    ws2 = workspace(tmp_path / "b", {"subs.csv": "plan,is_active\npro,Yes\nfree,no\n"})
+    named = input_evidence("result.json['active_share']: wrong value, got 0.0 (too low)", ws2)
+    assert named is not None and named.startswith("values of column 'is_active' in subs.csv")
+    # A key that names no column shows nothing; a KeyError on a header name keeps showing the
+    # raw line (the delimiter the program did not use is the evidence there).
+    assert input_evidence("result.json['total']: wrong value, got 3", ws) is None
+    assert input_evidence("KeyError: 'active'", ws) == (
+        "lines of subs.csv that contain 'active': 'email,plan,active'"
+    )
+
+
 def test_a_decoding_error_shows_the_bytes_around_its_position(tmp_path: Path) -> None:
     ws = workspace(tmp_path, {"c.csv": "name\nIn\xe9s\n".encode("latin-1")})
     message = "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position 7: invalid"
@@ -100,6 +126,7 @@ def test_the_profile_shows_what_a_second_look_at_the_data_would(tmp_path: Path) 
                      'south,"$1,200",4,2026-01-03\n',
         "stock.csv": "sku;qty\nA-1;7\n",
         "flags.csv": "name,active\nann,yes\nbo,1\n",
+        "votes.csv": "name,agree\nann,Yes\nbo,no\ncy,yes\n",
         "plain.csv": "name,score\nann,1.5\nbo,2\n",
         "events.jsonl": '{"a": 1, "b": "x,y"}\n',
         "names.csv": b"name,city\nIn\xe9s,K\xf6ln\n",
@@ -113,6 +140,9 @@ def test_the_profile_shows_what_a_second_look_at_the_data_would(tmp_path: Path) 
         "values of column 'amount' in sales.csv (2 of 2 distinct, varied formats first): "
         "'$1.50', '$1,200'",
         "the header of stock.csv as Python reads it: ['sku;qty']",
+        # One word in several cases: comparing strings misses all but one.
+        "values of column 'agree' in votes.csv (3 of 3 distinct, varied formats first): "
+        "'Yes', 'no', 'yes'",
     ]
     # Plain names, words, numbers and ISO dates need no second look; JSON lines are not columns.
     (tmp_path / "plain").mkdir()
