@@ -51,8 +51,10 @@ ROTATIONS = (1, 2, 3, 4)
 TIME_ZONES = ("dates_01_", "dates_02_")
 CUTS, GATES = (0.3, 0.35, 0.4), (0.35, 0.4, 0.45, 0.5)
 MIN_NO_LESSON = 0.9
-# `RecallConfig.seed_data_cut` rows: a shared data symbol admits a lesson from this cosine.
-DATA_CUTS = (0.0, 0.2)
+# `RecallConfig.seed_data_cut`: every row runs the product's default; these rows change it
+# (None: a shared data symbol admits no lesson below the cut).
+AS_BUILT_DATA_CUT = RecallConfig(min_similarity=DEFAULT_MIN_SIMILARITY).seed_data_cut
+DATA_CUTS = (None, 0.2)
 
 
 class CachedEmbedder:
@@ -175,7 +177,10 @@ class Rotation(BaseModel):
 
 @contextmanager
 def recall_settings(
-    memory: Memory, seed_cut: float | None, gate: float | None, data_cut: float | None = None
+    memory: Memory,
+    seed_cut: float | None,
+    gate: float | None,
+    data_cut: float | None = AS_BUILT_DATA_CUT,
 ) -> Iterator[None]:
     """Recall with this seed cut and gate (None: the store's) and `seed_data_cut`, then the
     store's own again.
@@ -216,7 +221,7 @@ def collect(
     surface: bool,
     seed_cut: float | None,
     gate: float | None,
-    data_cut: float | None = None,
+    data_cut: float | None = AS_BUILT_DATA_CUT,
 ) -> Answers:
     answers: Answers = {}
     for rotation, memory in memories:
@@ -309,7 +314,11 @@ def run_trap_seed(
             settings.append(score(name, collect(memories, unrelated, *knobs), memories,
                                   unrelated, causes, knobs))  # fmt: skip
         for data_cut in DATA_CUTS:
-            name = f"as built, shared data symbol from cosine {data_cut}"
+            name = (
+                "as built, no lesson let in by a shared data symbol"
+                if data_cut is None
+                else f"as built, shared data symbol from cosine {data_cut}"
+            )
             answers = collect(memories, unrelated, True, None, None, data_cut)
             settings.append(score(name, answers, memories, unrelated, causes, (True, None, None)))
         grid = []
