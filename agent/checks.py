@@ -128,7 +128,9 @@ def execute(
         # A kill by a limit can be load on a shared machine: one retry before a rewrite.
         feedback = attempt()
     if feedback.kind in ("runtime_error", "check_failed"):
-        evidence = data_evidence(feedback.key_message, task.workspace)
+        evidence = data_evidence(
+            feedback.key_message, task.workspace, check_failed=feedback.kind == "check_failed"
+        )
         if evidence:
             feedback = feedback.model_copy(update={"input_evidence": evidence})
     return feedback

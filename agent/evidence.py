@@ -28,6 +28,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 # A Python repr of a string inside an error message: '...' or "..." with escapes.
 _QUOTED = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\"""")
@@ -41,27 +42,42 @@ MAX_PROFILE_LINES = 2
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _WORDS, _NUMBER = re.compile(r"a( a)*"), re.compile(r"-?9(\.9)?")
 _PLAIN_ID = re.compile(r"a[-_]?9|9-9-9")
+# What a message's quoted literal is: a value the program converted (a ValueError), a key of
+# the output a check found wrong, or anything else (a key looked up, a name in a crash).
+Quoted = Literal["converted", "output key", "other"]
 
 
-def input_evidence(message: str | None, workspace: Path | None) -> str | None:
-    """Lines of evidence from the input files for the values `message` quotes, or None."""
+def input_evidence(
+    message: str | None, workspace: Path | None, *, check_failed: bool = False
+) -> str | None:
+    """Lines of evidence from the input files for the values `message` quotes, or None.
+    `check_failed`: the message is a check's verdict on the output, so it quotes output keys."""
     if not message or workspace is None or not workspace.is_dir():
         return None
     files = list(_input_files(workspace))
     decode = _DECODE.search(message)
     if decode:
         return _decode_evidence(files, int(decode.group(1), 16), int(decode.group(2)))
-    texts = [(path, raw.decode("utf-8", errors="replace")) for path, raw in files]
+    tables = [
+        (path.relative_to(workspace), text, [] if _is_json(text) else _csv_rows(text))
+        for path, text in ((p, raw.decode("utf-8", errors="replace")) for p, raw in files)
+    ]
+    quoted: Quoted = (
+        "output key" if check_failed else "converted" if "ValueError" in message else "other"
+    )
     found: list[str] = []
-    # A ValueError quotes a value the program converted, a KeyError one it looked up; any
-    # other message (a check's wrong value) quotes keys of the output.
-    how = "converted" if "ValueError" in message else "looked up" if "KeyError" in message else ""
     for literal in _literals(message)[:MAX_LITERALS]:
-        for path, text in texts:
-            line = _evidence_in(path.relative_to(workspace), text, literal, how)
-            if line:
-                found.append(line)
-                break
+        # The strongest evidence in any file first: a table's cell or column, then a column
+        # sharing the words of an output key, then the lines holding the literal.
+        evidence = (
+            line
+            for finder in (_in_table, _sharing_words, _lines_holding)
+            for name, text, rows in tables
+            if (line := finder(name, text, rows, literal, quoted))
+        )
+        line = next(evidence, None)
+        if line:
+            found.append(line)
     return "\n".join(found) or None
 
 
@@ -114,8 +130,8 @@ def _data_fault(error_type: str, values: list[str], text: str) -> bool:
         header = {_loosely(cell) for cell in rows[0]}
         if any(v not in as_read and _loosely(v) in header for v in values):
             return True
-    if text.lstrip("\ufeff \n\t")[:1] not in ("{", "["):
-        return False  # not JSON: no record can lack a key
+    if not _is_json(text):
+        return False  # no record can lack a key
     records = [r for r in _json_records(text) if isinstance(r, dict)]
     return any(
         any(value in r for r in records) and any(value not in r for r in records)
@@ -142,11 +158,14 @@ def _json_records(text: str) -> list[object]:
     return [doc]
 
 
-def data_evidence(message: str | None, workspace: Path | None) -> str | None:
-    """What the input shows about a failure: the crash value's evidence (`input_evidence`);
-    else, for a failure that quotes no input value (a wrong total, a type error), the data's
-    profile (`input_profile`), the lines naming a word of the message first, at most two."""
-    found = input_evidence(message, workspace)
+def data_evidence(
+    message: str | None, workspace: Path | None, *, check_failed: bool = False
+) -> str | None:
+    """What the input shows about a failure: the evidence for the values it quotes
+    (`input_evidence`); else, for a failure that quotes no input value (a wrong total, a
+    type error), the data's profile (`input_profile`), the lines naming a word of the
+    message first, at most two."""
+    found = input_evidence(message, workspace, check_failed=check_failed)
     if found:
         return found
     words = {w.lower() for w in re.findall(r"\w+", message or "")}
@@ -178,17 +197,13 @@ def input_profile(workspace: Path | None) -> list[str]:
             around = raw[max(0, exc.start - 20) : exc.start + 20]
             lines.append(f"bytes around position {exc.start} of {name}: {around!r}")
             continue
-        if text.lstrip()[:1] in ("{", "["):
-            continue  # JSON lines are not columns
-        rows = _csv_rows(text)
+        rows = [] if _is_json(text) else _csv_rows(text)  # JSON lines are not columns
         if not rows:
             continue
         read = next(csv.reader(io.StringIO(text)), [])
         if any(not _PLAIN_NAME.fullmatch(cell) for cell in read):
             lines.append(f"the header of {name} as Python reads it: {read!r}")
-        header, body = rows[0], rows[1:]
-        for column, title in enumerate(header):
-            values = [row[column] for row in body if column < len(row)]
+        for title, values in zip(rows[0], _columns(rows), strict=True):
             if _unusual({_shape(v) for v in values}) or _case_variants(values):
                 lines.append(_column_line(name, title, values))
     return lines
@@ -260,23 +275,48 @@ def _input_files(workspace: Path) -> Iterator[tuple[Path, bytes]]:
                 yield path, raw
 
 
-def _evidence_in(name: Path, text: str, literal: str, how: str) -> str | None:
-    rows = _csv_rows(text)
-    if rows:
-        header, body = rows[0], rows[1:]
-        if literal not in header and any(_loosely(cell) == _loosely(literal) for cell in header):
-            return f"the header of {name} as Python reads it: {header!r}"
-        if how == "converted" and literal in header and not any(literal in row for row in body):
-            # A program converting a column name parsed the header row as data.
-            return f"{literal!r} is a column name, in the header row of {name}: {header!r}"
-        columns = [[row[c] for row in body if c < len(row)] for c in range(len(header))]
-        for column, values in enumerate(columns):
-            if any(value.strip() == literal.strip() for value in values):
-                return _column_line(name, header[column], values)
-        named = None if how else _named_column(header, literal)
-        if named is not None:
-            # An output key named after a column: its value comes from that column's values.
-            return _column_line(name, header[named], columns[named])
+def _in_table(
+    name: Path, text: str, rows: list[list[str]], literal: str, quoted: Quoted
+) -> str | None:
+    """What a delimited file's header and cells show about `literal` (see the module's list)."""
+    if not rows:
+        return None
+    header, body = rows[0], rows[1:]
+    names = [_loosely(cell) for cell in header]
+    if quoted == "output key" and _loosely(literal) in names and body:
+        # An output key named after a column: its value comes from that column's values.
+        column = names.index(_loosely(literal))
+        return _column_line(name, header[column], _columns(rows)[column])
+    if quoted != "output key" and literal not in header and _loosely(literal) in names:
+        return f"the header of {name} as Python reads it: {header!r}"
+    if quoted == "converted" and literal in header and not any(literal in row for row in body):
+        # A program converting a column name parsed the header row as data.
+        return f"{literal!r} is a column name, in the header row of {name}: {header!r}"
+    for column, values in enumerate(_columns(rows)):
+        if any(value.strip() == literal.strip() for value in values):
+            return _column_line(name, header[column], values)
+    return None
+
+
+def _sharing_words(
+    name: Path, text: str, rows: list[list[str]], key: str, quoted: Quoted
+) -> str | None:
+    """For an output key: the column (with values) sharing the most words of four letters or
+    more with it ('recommend_pct' -> 'would_recommend'); None when none or several do."""
+    if quoted != "output key" or len(rows) < 2:
+        return None
+    words = _name_words(key)
+    shared = [len(words & _name_words(cell)) for cell in rows[0]]
+    best = max(shared, default=0)
+    if not best or shared.count(best) > 1:
+        return None
+    column = shared.index(best)
+    return _column_line(name, rows[0][column], _columns(rows)[column])
+
+
+def _lines_holding(
+    name: Path, text: str, rows: list[list[str]], literal: str, quoted: Quoted
+) -> str | None:
     lines = [line for line in text.splitlines() if literal.strip() in line]
     if not lines:
         return None
@@ -284,20 +324,18 @@ def _evidence_in(name: Path, text: str, literal: str, how: str) -> str | None:
     return f"lines of {name} that contain {literal!r}: {shown}"
 
 
-def _named_column(header: list[str], key: str) -> int | None:
-    """The column an output key is named after: the header cell itself, else the one sharing
-    the most words of four letters or more ('recommend_pct' -> 'would_recommend')."""
-    names = [_loosely(cell) for cell in header]
-    if _loosely(key) in names:
-        return names.index(_loosely(key))
-    words = _name_words(key)
-    shared = [len(words & _name_words(cell)) for cell in names]
-    best = max(shared, default=0)
-    return shared.index(best) if best else None
-
-
 def _name_words(name: str) -> set[str]:
     return {w for w in re.findall(r"[a-z]+", name.lower()) if len(w) >= 4}
+
+
+def _is_json(text: str) -> bool:
+    return text.lstrip("\ufeff \n\t")[:1] in ("{", "[")
+
+
+def _columns(rows: list[list[str]]) -> list[list[str]]:
+    """Each header cell's values in the body (short rows give none)."""
+    body = rows[1:]
+    return [[row[c] for row in body if c < len(row)] for c in range(len(rows[0]))]
 
 
 def _csv_rows(text: str) -> list[list[str]]:

@@ -66,24 +66,72 @@ def test_a_wrong_value_under_a_key_named_after_a_column_shows_that_column(tmp_pa
     are what the program misread ('y' and 'TRUE' counted as false)."""
     rows = "email,plan,active\na@x,pro,y\nb@x,pro,TRUE\nc@x,free,0\n"
     ws = workspace(tmp_path, {"subs.csv": rows})
-    text = input_evidence("result.json['pro']['active']: wrong value, got 0 (too low)", ws)
-    assert text == (
+    message = "result.json['pro']['active']: wrong value, got 0 (too low)"
+    assert input_evidence(message, ws, check_failed=True) == (
         "values of column 'plan' in subs.csv (2 of 2 distinct, varied formats first): "
         "'pro', 'free'\n"
         "values of column 'active' in subs.csv (3 of 3 distinct, varied formats first): "
         "'y', '0', 'TRUE'"
     )
-    # A key that shares a word with one column names that column.
-    (tmp_path / "b").mkdir()
-    ws2 = workspace(tmp_path / "b", {"subs.csv": "plan,is_active\npro,Yes\nfree,no\n"})
-    named = input_evidence("result.json['active_share']: wrong value, got 0.0 (too low)", ws2)
-    assert named is not None and named.startswith("values of column 'is_active' in subs.csv")
-    # A key that names no column shows nothing; a KeyError on a header name keeps showing the
-    # raw line (the delimiter the program did not use is the evidence there).
-    assert input_evidence("result.json['total']: wrong value, got 3", ws) is None
+    # A crash quoting the same name is not about the output: the raw line, as before.
     assert input_evidence("KeyError: 'active'", ws) == (
         "lines of subs.csv that contain 'active': 'email,plan,active'"
     )
+    assert input_evidence(message, ws) == (
+        "values of column 'plan' in subs.csv (2 of 2 distinct, varied formats first): "
+        "'pro', 'free'\nlines of subs.csv that contain 'active': 'email,plan,active'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("files", "key", "column"),
+    [
+        # The one column sharing a word of four letters or more.
+        ({"f.csv": "product,would_recommend\nA,Yes\nB,n\n"}, "recommend_pct", "would_recommend"),
+        # The column sharing the most words, wherever it stands.
+        ({"o.csv": "price,order_date,unit_price_total\n1,2,3\n"}, "total_unit_price",
+         "unit_price_total"),
+        # Words of three letters ('max', 'avg', 'pct') name no column.
+        ({"c.csv": "max_speed,cost\n1,2\n"}, "max_cost", "cost"),
+        # A short name, met exactly (in another case).
+        ({"s.csv": "sku,QTY\nA,1\n"}, "qty", "QTY"),
+        # An exact name in a later file beats a shared word in an earlier one.
+        ({"a.csv": "id,active_since\n1,2020\n", "b.csv": "plan,active\npro,y\n"}, "active",
+         "active"),
+    ],
+)  # fmt: skip
+def test_the_column_an_output_key_is_named_after(
+    tmp_path: Path, files: dict[str, str], key: str, column: str
+) -> None:
+    text = input_evidence(f"result.json[{key!r}]: wrong value", workspace(tmp_path, files),
+                          check_failed=True)  # fmt: skip
+    assert text is not None and text.startswith(f"values of column {column!r} in ")
+
+
+@pytest.mark.parametrize(
+    ("files", "key"),
+    [
+        ({"o.csv": "order_date,order_id\n1,2\n"}, "order_count"),  # two columns share 'order'
+        ({"t.csv": "agent,hours\nkim,2\n"}, "total"),  # no column is named so
+        ({"s.csv": "email,plan,active\n"}, "active"),  # a header without values
+        ({"e.jsonl": '{"user": "u2", "amount": 5.87}\n'}, "amount_due"),  # JSON: no columns
+    ],
+)
+def test_no_column_for_an_output_key_that_names_none(
+    tmp_path: Path, files: dict[str, str], key: str
+) -> None:
+    text = input_evidence(f"result.json[{key!r}]: wrong value", workspace(tmp_path, files),
+                          check_failed=True)  # fmt: skip
+    assert text is None or not text.startswith("values of column")
+
+
+def test_names_in_a_crash_are_not_output_keys(tmp_path: Path) -> None:
+    ws = workspace(tmp_path, {"t.csv": "agent,hours,age_group\nkim,2,a\n"})
+    for message in (
+        "NameError: name 'total_hours' is not defined",
+        "AttributeError: 'NoneType' object has no attribute 'group'",
+    ):
+        assert "values of column" not in (input_evidence(message, ws) or "")
 
 
 def test_a_decoding_error_shows_the_bytes_around_its_position(tmp_path: Path) -> None:
@@ -176,6 +224,31 @@ def test_a_wrong_total_is_shown_with_the_column_its_message_names(tmp_path: Path
     )
     refine_prompt = next(c for c in llm.calls if REFINE in c.system).messages[-1].content
     assert "values of column 'active' in a.csv" in refine_prompt
+
+
+def test_a_check_quoting_an_output_key_gets_its_column_in_the_loop(tmp_path: Path) -> None:
+    # The loop's check (agent.checks.execute) tells the evidence that its message is a
+    # check's verdict on the output: the key 'active' is then a column's name, not a string
+    # to find in the lines.
+    naive = (
+        "import csv, json\n"
+        "rows = list(csv.DictReader(open('a.csv')))\n"
+        "json.dump(sum(r['active'] == 'yes' for r in rows), open('out.json', 'w'))\n"
+    )
+    checker = (
+        "import json,sys; v=json.load(open('out.json'))\n"
+        "sys.exit(f\"out.json['active']: wrong value, got {v}\" if v!=3 else 0)"
+    )
+    llm = ScriptedLLM.by_system({GEN: [code(naive)], REFINE: [fix(naive.replace("a.csv", "b"))]})
+    task = make_task(tmp_path, checker=checker)
+    assert task.workspace is not None
+    (task.workspace / "a.csv").write_text("id,price,active\n1,$2,yes\n2,$3,1\n3,$4,TRUE\n4,$5,no\n")
+    first = agent_for(llm, tmp_path, max_rounds=1).run(task).rounds[0].feedback
+    assert first.kind == "check_failed"
+    assert first.input_evidence == (
+        "values of column 'active' in a.csv (4 of 4 distinct, varied formats first): "
+        "'yes', '1', 'TRUE', 'no'"
+    )
 
 
 def test_input_symbols_quote_a_value_per_symbol_anywhere_in_the_input(tmp_path: Path) -> None:
