@@ -198,17 +198,36 @@ def test_the_profile_shows_what_a_second_look_at_the_data_would(tmp_path: Path) 
     assert input_profile(None) == []
 
 
-def test_a_wrong_total_is_shown_with_the_column_its_message_names(tmp_path: Path) -> None:
-    # The program runs; the check finds the count wrong. No value is quoted by a crash, so the
-    # refiner (and the lesson's symptom) get the data's profile, the named column first.
+ACTIVE = (
+    "values of column 'active' in a.csv (4 of 4 distinct, varied formats first): "
+    "'yes', '1', 'TRUE', 'no'"
+)
+PRICE = (
+    "values of column 'price' in a.csv (4 of 4 distinct, varied formats first): "
+    "'$2', '$3', '$4', '$5'"
+)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "evidence"),
+    [
+        # The check quotes no input value: the data's profile, the column it names first.
+        ("active: got {v}", f"{ACTIVE}\n{PRICE}"),
+        # The check quotes an output key: the loop's check (agent.checks.execute) says the
+        # message is a check's verdict, so 'active' is a column's name, not a string to find.
+        ("out.json['active']: wrong value, got {v}", ACTIVE),
+    ],
+)
+def test_a_wrong_count_is_shown_with_the_column_behind_it(
+    tmp_path: Path, verdict: str, evidence: str
+) -> None:
     naive = (
         "import csv, json\n"
         "rows = list(csv.DictReader(open('a.csv')))\n"
         "json.dump(sum(r['active'] == 'yes' for r in rows), open('out.json', 'w'))\n"
     )
     checker = (
-        "import json,sys; v=json.load(open('out.json'))\n"
-        "sys.exit(f'active: got {v}' if v!=3 else 0)"
+        f"import json,sys; v=json.load(open('out.json'))\nsys.exit(f{verdict!r} if v!=3 else 0)"
     )
     llm = ScriptedLLM.by_system({GEN: [code(naive)], REFINE: [fix(naive.replace("a.csv", "b"))]})
     task = make_task(tmp_path, checker=checker)
@@ -216,39 +235,9 @@ def test_a_wrong_total_is_shown_with_the_column_its_message_names(tmp_path: Path
     (task.workspace / "a.csv").write_text("id,price,active\n1,$2,yes\n2,$3,1\n3,$4,TRUE\n4,$5,no\n")
     first = agent_for(llm, tmp_path, max_rounds=2).run(task).rounds[0].feedback
     assert first.kind == "check_failed"
-    assert first.input_evidence == (
-        "values of column 'active' in a.csv (4 of 4 distinct, varied formats first): "
-        "'yes', '1', 'TRUE', 'no'\n"
-        "values of column 'price' in a.csv (4 of 4 distinct, varied formats first): "
-        "'$2', '$3', '$4', '$5'"
-    )
+    assert first.input_evidence == evidence
     refine_prompt = next(c for c in llm.calls if REFINE in c.system).messages[-1].content
-    assert "values of column 'active' in a.csv" in refine_prompt
-
-
-def test_a_check_quoting_an_output_key_gets_its_column_in_the_loop(tmp_path: Path) -> None:
-    # The loop's check (agent.checks.execute) tells the evidence that its message is a
-    # check's verdict on the output: the key 'active' is then a column's name, not a string
-    # to find in the lines.
-    naive = (
-        "import csv, json\n"
-        "rows = list(csv.DictReader(open('a.csv')))\n"
-        "json.dump(sum(r['active'] == 'yes' for r in rows), open('out.json', 'w'))\n"
-    )
-    checker = (
-        "import json,sys; v=json.load(open('out.json'))\n"
-        "sys.exit(f\"out.json['active']: wrong value, got {v}\" if v!=3 else 0)"
-    )
-    llm = ScriptedLLM.by_system({GEN: [code(naive)], REFINE: [fix(naive.replace("a.csv", "b"))]})
-    task = make_task(tmp_path, checker=checker)
-    assert task.workspace is not None
-    (task.workspace / "a.csv").write_text("id,price,active\n1,$2,yes\n2,$3,1\n3,$4,TRUE\n4,$5,no\n")
-    first = agent_for(llm, tmp_path, max_rounds=1).run(task).rounds[0].feedback
-    assert first.kind == "check_failed"
-    assert first.input_evidence == (
-        "values of column 'active' in a.csv (4 of 4 distinct, varied formats first): "
-        "'yes', '1', 'TRUE', 'no'"
-    )
+    assert f"in the input: {ACTIVE}" in refine_prompt
 
 
 def test_input_symbols_quote_a_value_per_symbol_anywhere_in_the_input(tmp_path: Path) -> None:
