@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 from collections.abc import Sequence
@@ -10,6 +11,9 @@ from pydantic import BaseModel, ConfigDict
 
 # A fenced block, optionally preceded (within a few lines) by a line naming a file.
 _FENCE = re.compile(r"```[ \t]*([\w.+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+# What follows a block, up to the next fence line: a program whose opening fence is missing.
+_STRAY = re.compile(r"\n?(.*?)^```", re.DOTALL | re.MULTILINE)
+_FENCE_LINE = re.compile(r"^[ \t]*```", re.MULTILINE)
 _FILENAME = re.compile(r"([\w./-]+\.[A-Za-z0-9]{1,8})")
 _LANG_BY_SUFFIX = {".py": {"python", "py", "python3"}, ".json": {"json"}, ".md": {"md", "markdown"}}
 # Lone UTF-16 surrogates: a JSON "\ud800" escape decodes to one, and no file can hold it.
@@ -56,7 +60,7 @@ def parse_candidate(text: str, outputs: Sequence[str]) -> Candidate:
     named: dict[str, str] = {}
     unnamed: list[tuple[str, str]] = []
     for match in _FENCE.finditer(text):
-        lang, body = match.group(1).lower(), match.group(2)
+        lang, body = match.group(1).lower(), _or_stray(match.group(2), text, match.end())
         preceding = text[max(0, match.start() - 200) : match.start()].splitlines()[-2:]
         header = " ".join(preceding) + " " + text[match.start() : match.start() + 80].split("\n")[0]
         target = next((o for o in outputs if _mentions(header, o)), None)
@@ -75,6 +79,26 @@ def parse_candidate(text: str, outputs: Sequence[str]) -> Candidate:
         # A prose answer may come without fences.
         named[outputs[0]] = text.strip()
     return Candidate(files=named, text=text, fix_note=fix_note)
+
+
+def _or_stray(body: str, text: str, end: int) -> str:
+    """`body`, or the code after it when it holds only comments and a lone fence closes that.
+
+    A reply that fences a comment ("# Repair attempt") and then the program, closed by one
+    stray fence, pairs the fences wrongly: the block is the comment, the program falls outside.
+    """
+    if _holds_code(body) or len(_FENCE_LINE.findall(text)) % 2 == 0:
+        return body
+    stray = _STRAY.match(text, end)
+    return stray.group(1) if stray and _holds_code(stray.group(1)) else body
+
+
+def _holds_code(text: str) -> bool:
+    """Python with at least one statement (comments and prose do not count)."""
+    try:
+        return bool(ast.parse(text).body)
+    except (SyntaxError, ValueError):
+        return False
 
 
 def answer_part(text: str) -> str:

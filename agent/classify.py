@@ -9,7 +9,9 @@ failure, the candidate's file and line, and the one message that matters. Decisi
    BlockingIOError, "Cannot allocate memory", fork failures)  -> resource_error
 4. the last Python traceback is a SyntaxError/IndentationError/TabError -> syntax_error
 5. a network error (refused, unreachable, name resolution) -> runtime_error with a hint that
-   the sandbox has no network
+   the sandbox has no network; an import of a module that is not installed -> runtime_error
+   with a hint to do without it (a small model reads "No module named 'pandas'" and imports
+   pandas again in every round)
 6. the last traceback has no frame in the workspace: the checker (in `$TASK_DIR`, `-c` code,
    the standard library) raised, e.g. an AssertionError, so the candidate was wrong rather
    than crashing                                -> check_failed
@@ -192,7 +194,6 @@ def _from_python_error(result: ExecResult, error: _PyError, log_path: Path | Non
             failing_example=error.message or None,
         )
     location = candidate[0] if candidate else None
-    hint = "the sandbox has no network access: do not download or connect anywhere"
     return _feedback(
         "runtime_error",
         f"{error.type} at {location or 'unknown location'}: {error.message}",
@@ -201,7 +202,24 @@ def _from_python_error(result: ExecResult, error: _PyError, log_path: Path | Non
         location=location,
         key_message=error.line,
         failing_example=candidate[1].code if candidate else None,
-        issues=(hint,) if network else (),
+        issues=_hints(error, network=network),
+    )
+
+
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+
+
+def _hints(error: _PyError, *, network: bool) -> tuple[str, ...]:
+    """What the environment rules out, said as an issue the refiner must act on."""
+    if network:
+        return ("the sandbox has no network access: do not download or connect anywhere",)
+    missing = _NO_MODULE.search(error.message) if error.type.endswith("Error") else None
+    if missing is None:
+        return ()
+    name = missing.group(1).split(".")[0]
+    return (
+        f"'{name}' is not installed where the program runs and cannot be installed: rewrite "
+        f"the program without {name}, with the Python standard library",
     )
 
 

@@ -46,7 +46,7 @@ def rule_check(candidate: Candidate, task: Task) -> Feedback | None:
 def _parse_problem(name: str, content: str) -> Feedback | None:
     if name.endswith(".py"):
         try:
-            ast.parse(content, filename=name)
+            tree = ast.parse(content, filename=name)
         except SyntaxError as exc:
             line = (exc.text or "").rstrip()
             return Feedback(
@@ -56,6 +56,16 @@ def _parse_problem(name: str, content: str) -> Feedback | None:
                 error_type=type(exc).__name__,
                 location=f"{name}:{exc.lineno}",
                 key_message=f"{exc.msg}: {line.strip()}" if line else exc.msg,
+            )
+        if not tree.body:
+            # Comments only: a reply whose fences went astray. It would run, write nothing,
+            # and outrank a program that crashed halfway; it ranks at the rule stage instead.
+            return Feedback(
+                kind="check_failed",
+                stage="rule",
+                summary=f"{name} holds no code, only comments",
+                key_message=f"{name} holds no code: put the whole program in one fenced block",
+                issues=(f"{name} holds no code",),
             )
     elif name.endswith(".json"):
         try:

@@ -275,3 +275,35 @@ def test_a_failed_check_shows_what_the_program_printed(tmp_path: Path) -> None:
     assert "the program printed: 'Skipping row 0: bad value'" in feedback.compressed()
     quiet = "import json\njson.dump(0, open('out.json', 'w'))"
     assert execute(task, {"solution.py": quiet}, sandbox=sandbox).program_said is None
+
+
+@pytest.mark.parametrize(
+    ("statement", "module"),
+    [("import pandas as pd", "pandas"), ("from nowhere_pkg.loader import Loader", "nowhere_pkg")],
+)
+def test_an_import_of_a_missing_module_says_to_do_without_it(
+    tmp_path: Path, statement: str, module: str
+) -> None:
+    # A small model told only "No module named 'pandas'" imports pandas again every round.
+    task = make_task(tmp_path, check='python "$TASK_DIR/check.py"')
+    task = task.model_copy(update={"run": "python solution.py"})
+    program = f"import json\n{statement}\njson.dump(0, open('out.json', 'w'))"
+    feedback = execute(task, {"solution.py": program}, sandbox=Sandbox(Limits(cpu_s=10)))
+    assert feedback.kind == "runtime_error"
+    assert feedback.location == "solution.py:2"
+    hint = f"'{module}' is not installed where the program runs"
+    assert any(issue.startswith(hint) for issue in feedback.issues)
+    assert f"issue: {hint}" in feedback.compressed()
+
+
+def test_a_missing_module_in_the_checker_is_its_verdict_without_a_hint() -> None:
+    stderr = (
+        "Traceback (most recent call last):\n"
+        '  File "/task/check.py", line 1, in <module>\n'
+        "ModuleNotFoundError: No module named 'pandas'\n"
+    )
+    feedback = classify(result(stderr=stderr))
+    assert feedback.kind == "check_failed"
+    assert feedback.issues == ()
+    other = classify(result(stderr=CHAINED))
+    assert other.kind == "runtime_error" and other.issues == ()

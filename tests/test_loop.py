@@ -251,6 +251,17 @@ def test_missing_output_file_is_caught_by_rule_check_before_execution(tmp_path: 
     assert result.passed
 
 
+def test_a_program_of_only_comments_fails_the_rule_check_and_ranks_below_a_crash(
+    tmp_path: Path,
+) -> None:
+    # It would run, write nothing and get a "check failed" that outranks a crash halfway.
+    llm = ScriptedLLM.by_system({GEN: [code(CRASH)], REFINE: [code("# Repair attempt\n")]})
+    result = agent_for(llm, tmp_path, max_rounds=2).run(make_task(tmp_path))
+    assert result.rounds[1].checks[0].stage == "rule"
+    assert result.rounds[1].feedback.summary == "solution.py holds no code, only comments"
+    assert not result.passed and result.best_round == 1
+
+
 class _OneLessonRecall:
     """A Recall that always knows one lesson and records what the loop reports."""
 

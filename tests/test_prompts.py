@@ -85,6 +85,21 @@ def test_parse_candidate_maps_named_and_unnamed_blocks() -> None:
     assert c.fix_note == "strip the BOM"
 
 
+def test_parse_candidate_takes_the_program_after_a_comment_only_block() -> None:
+    # Seen from the 1.5B model: the fences pair wrongly, the block is the comment and the
+    # program sits between its closing fence and one stray fence.
+    program = "import json\n\nprint(json.dumps(1))\n"
+    reply = f"```python\n# Repair attempt\n### solution.py\n```\n{program}```"
+    assert parse_candidate(reply, ["solution.py"]).files == {"solution.py": program}
+    # Paired fences are read as they are: prose after a comment block is no program, and a
+    # comment block followed by a proper block leaves that block to the usual mapping.
+    prose = "```python\n# nothing yet\n```\nThe program follows.\n```"
+    assert parse_candidate(prose, ["solution.py"]).files == {"solution.py": "# nothing yet\n"}
+    both = f"```python\n# plan\n```\nthen\n```python\n{program}```"
+    files = parse_candidate(both, ["solution.py", "b.py"]).files
+    assert files == {"solution.py": "# plan\n", "b.py": program}
+
+
 def test_parse_candidate_digest_ignores_trailing_whitespace() -> None:
     a = parse_candidate("```python\nx = 1  \n```", ["s.py"])
     b = parse_candidate("```python\nx = 1\n\n```", ["s.py"])
