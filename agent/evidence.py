@@ -13,7 +13,8 @@ value that occurs in an input file, the feedback also shows, from that file:
 - a wrong output value whose key names a column (`result.json['pro']['active']: got 1`, or
   `['recommend_pct']` beside a column `would_recommend`): that column's distinct values;
 - anything else: the first lines that contain it;
-- a decoding error at byte position N: the raw bytes around N.
+- a decoding error at byte position N: the raw bytes around N;
+- a check's verdict on wrong values: also the rows that repeat an earlier row exactly.
 
 Only the task's workspace (the program's own inputs) is read, never the task directory,
 which holds what the checker compares against.
@@ -164,14 +165,28 @@ def data_evidence(
     """What the input shows about a failure: the evidence for the values it quotes
     (`input_evidence`); else, for a failure that quotes no input value (a wrong total, a
     type error), the data's profile (`input_profile`), the lines naming a word of the
-    message first, at most two."""
+    message first, at most two. A check's verdict on wrong values also gets the rows that
+    repeat exactly, the one fault of the data that no single value shows."""
+    repeats = repeated_rows(workspace) if check_failed else []
     found = input_evidence(message, workspace, check_failed=check_failed)
     if found:
-        return found
+        return "\n".join([found, *repeats])
     words = {w.lower() for w in re.findall(r"\w+", message or "")}
-    lines = input_profile(workspace)
+    lines = [line for line in input_profile(workspace) if line not in repeats]
     lines.sort(key=lambda line: not words & {w.lower() for w in re.findall(r"\w+", line[:80])})
-    return "\n".join(lines[:MAX_PROFILE_LINES]) or None
+    return "\n".join([*repeats, *lines[:MAX_PROFILE_LINES]]) or None
+
+
+def repeated_rows(workspace: Path | None) -> list[str]:
+    """For each delimited input file with repeated rows, a line saying so (`_repeated_rows`)."""
+    if workspace is None or not workspace.is_dir():
+        return []
+    tables = (
+        (path.relative_to(workspace), raw.decode("utf-8", errors="replace"))
+        for path, raw in _input_files(workspace)
+    )
+    found = (_repeated_rows(name, _csv_rows(text)) for name, text in tables if not _is_json(text))
+    return [line for line in found if line]
 
 
 def input_profile(workspace: Path | None) -> list[str]:
@@ -206,7 +221,29 @@ def input_profile(workspace: Path | None) -> list[str]:
         for title, values in zip(rows[0], _columns(rows), strict=True):
             if _unusual({_shape(v) for v in values}) or _case_variants(values):
                 lines.append(_column_line(name, title, values))
+        repeats = _repeated_rows(name, rows)
+        if repeats:
+            lines.append(repeats)
     return lines
+
+
+def _repeated_rows(name: Path, rows: list[list[str]]) -> str | None:
+    """Body rows that repeat an earlier row cell for cell: a record sent twice, which every
+    count and total over the file takes twice."""
+    seen: set[tuple[str, ...]] = set()
+    repeats: list[list[str]] = []
+    for row in rows[1:]:
+        key = tuple(cell.strip() for cell in row)
+        if key in seen:
+            repeats.append(row)
+        seen.add(key)
+    if not repeats:
+        return None
+    shown = ", ".join(repr(row)[:120] for row in repeats[:2])
+    return (
+        f"rows of {name} that repeat an earlier row exactly: {len(repeats)} of "
+        f"{len(rows) - 1}, e.g. {shown}"
+    )
 
 
 # A value carrying a data symbol (a currency sign, '%', ';', '|', a BOM) or a currency code

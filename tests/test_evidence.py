@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from agent.evidence import crashed_on_data, input_evidence, input_profile, input_symbols
+from agent.evidence import (
+    crashed_on_data,
+    data_evidence,
+    input_evidence,
+    input_profile,
+    input_symbols,
+)
 from agent.llm.scripted import ScriptedLLM
 from tests.helpers import GEN, REFINE, code, fix, make_task
 from tests.test_loop import agent_for
@@ -238,6 +244,32 @@ def test_a_wrong_count_is_shown_with_the_column_behind_it(
     assert first.input_evidence == evidence
     refine_prompt = next(c for c in llm.calls if REFINE in c.system).messages[-1].content
     assert f"in the input: {ACTIVE}" in refine_prompt
+
+
+def test_rows_that_repeat_exactly_are_in_the_profile_and_in_a_wrong_values_evidence(
+    tmp_path: Path,
+) -> None:
+    # A record sent twice makes every count and total too high, and no single value shows it.
+    rows = "id,agent,hours\nT-1,kim,1.5\nT-2,lee,2\nT-1,kim,1.5\nT-3,kim,2\nT-3,kim,2\nT-2,lee,3\n"
+    ws = workspace(tmp_path, {"t.csv": rows, "e.jsonl": '{"a": 1}\n{"a": 1}\n'})
+    repeats = (
+        "rows of t.csv that repeat an earlier row exactly: 2 of 6, e.g. "
+        "['T-1', 'kim', '1.5'], ['T-3', 'kim', '2']"
+    )
+    assert input_profile(ws) == [repeats]  # T-2 differs in hours: not a repeat; JSON is not rows
+    verdict = "out.json['kim']['hours']: wrong value, got 6.5 (too high)"
+    agent = "values of column 'agent' in t.csv (2 of 2 distinct, varied formats first): "
+    hours = "values of column 'hours' in t.csv (3 of 3 distinct, varied formats first): "
+    assert data_evidence(verdict, ws, check_failed=True) == (
+        f"{agent}'kim', 'lee'\n{hours}'1.5', '2', '3'\n{repeats}"
+    )
+    assert data_evidence("got 6.5", ws, check_failed=True) == repeats  # only once
+    # A crash is about one value: the repeats are not its evidence.
+    crash = "ValueError: could not convert string to float: '2'"
+    assert repeats not in (data_evidence(crash, ws) or "")
+    (tmp_path / "unique").mkdir()
+    plain = workspace(tmp_path / "unique", {"t.csv": "id,x\n1,a\n2,a\n"})
+    assert data_evidence(verdict, plain, check_failed=True) is None
 
 
 def test_input_symbols_quote_a_value_per_symbol_anywhere_in_the_input(tmp_path: Path) -> None:
