@@ -36,7 +36,10 @@ _QUOTED = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\"""")
 _DECODE = re.compile(r"can't decode byte (0x[0-9a-f]{2}) in position (\d+)")
 _DELIMITERS = (",", ";", "\t", "|")
 MAX_FILE_BYTES = 5_000_000
-MAX_VALUES = 8
+# A column's distinct values shown: as many as fit in MAX_LISTED characters (a short list
+# shown whole is the set of cases a program must handle), at most MAX_VALUES.
+MAX_VALUES = 16
+MAX_LISTED = 200
 MAX_LITERALS = 2
 MAX_PROFILE_LINES = 2
 # What needs no second look: a header of plain names, a column of words or plain numbers.
@@ -406,8 +409,13 @@ def _column_line(name: Path, column: str, values: list[str]) -> str:
     by_shape: dict[str, str] = {}
     for value in distinct:
         by_shape.setdefault(_shape(value), value)
-    shown = list(by_shape.values())[:MAX_VALUES]
-    shown += [v for v in distinct if v not in shown][: MAX_VALUES - len(shown)]
+    ordered = list(by_shape.values())
+    ordered += [v for v in distinct if v not in ordered]
+    shown: list[str] = []
+    for value in ordered[:MAX_VALUES]:
+        if shown and len(", ".join(repr(v) for v in [*shown, value])) > MAX_LISTED:
+            break
+        shown.append(value)
     listed = ", ".join(repr(v) for v in shown)
     return (
         f"values of column {column!r} in {name} ({len(shown)} of {len(distinct)} distinct, "

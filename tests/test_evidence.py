@@ -246,6 +246,21 @@ def test_a_wrong_count_is_shown_with_the_column_behind_it(
     assert f"in the input: {ACTIVE}" in refine_prompt
 
 
+def test_a_short_column_is_listed_whole_and_a_long_one_up_to_a_budget(tmp_path: Path) -> None:
+    # Eleven spellings of yes and no: shown all, a program can handle every one of them.
+    flags = ["false", "0", "No", "y", "true", "TRUE", "Yes", "1", "Y", "n", "FALSE"]
+    notes = [f"note number {i} about something long" for i in range(20)]
+    pairs = zip(flags * 2, notes, strict=False)
+    rows = ["id,active,note"] + [f"{i},{f},{n}" for i, (f, n) in enumerate(pairs)]
+    ws = workspace(tmp_path, {"a.csv": "\n".join(rows) + "\n"})
+    active = input_evidence("out.json['active']: wrong value", ws, check_failed=True) or ""
+    assert active.startswith("values of column 'active' in a.csv (11 of 11 distinct")
+    assert active.endswith(", ".join(repr(f) for f in flags))
+    note = input_evidence(f"out.json['note']: got {notes[3]!r}", ws, check_failed=True) or ""
+    listed = note.splitlines()[0].split("varied formats first): ", 1)[1]
+    assert 100 < len(listed) <= 200 and note.startswith("values of column 'note' in a.csv (5 of 20")
+
+
 def test_rows_that_repeat_exactly_are_in_the_profile_and_in_a_wrong_values_evidence(
     tmp_path: Path,
 ) -> None:
