@@ -110,6 +110,15 @@ KIND_GUIDANCE: Mapping[FeedbackKind, str] = {
     "success": "The checks passed. Only change something with concrete evidence of a defect.",
 }
 
+# Added to the guidance when the check result shows the input (`Feedback.input_evidence`):
+# the 1.5B read a list of repeated rows or of eleven spellings of "yes" and changed something
+# else.
+EVIDENCE_GUIDANCE = (
+    'The lines after "in the input:" are the data the program read. Go through every value '
+    "and row listed there: which of them does the program handle wrongly? Fix it for all of "
+    "them."
+)
+
 
 def render_generator(
     goal: str,
@@ -147,10 +156,12 @@ def render_refiner(
     lessons: str,
     passed_external: bool,
     workspace: Mapping[str, str] | None = None,
+    evidence: bool = False,
 ) -> str:
     """The refiner's user turn. `workspace` previews the input files, as the generator saw
-    them: a repair of a crash on an input value needs the other values' formats too."""
-    guidance = KIND_GUIDANCE[kind]
+    them: a repair of a crash on an input value needs the other values' formats too.
+    `evidence`: the feedback shows the input, so the guidance points at it."""
+    guidance = KIND_GUIDANCE[kind] + (f"\n{EVIDENCE_GUIDANCE}" if evidence else "")
     if passed_external:
         guidance += (
             "\nThe attempt already passes the automatic checks: keep its behaviour, change "

@@ -444,6 +444,7 @@ class RoundSearch:
             lessons=render_lessons(lessons, self.run.cfg.lesson_token_budget),
             passed_external=passed_external,
             workspace=self.run.inputs,
+            evidence=verdict.input_evidence is not None,
         )
         system = prompts.REFINER_SYSTEM if task.output else prompts.REFINER_SYSTEM_TEXT
         return [Message(role="system", content=system), Message(role="user", content=user)]

@@ -14,6 +14,7 @@ from agent.evidence import (
     input_symbols,
 )
 from agent.llm.scripted import ScriptedLLM
+from agent.prompts import EVIDENCE_GUIDANCE
 from tests.helpers import GEN, REFINE, code, fix, make_task
 from tests.test_loop import agent_for
 
@@ -244,6 +245,7 @@ def test_a_wrong_count_is_shown_with_the_column_behind_it(
     assert first.input_evidence == evidence
     refine_prompt = next(c for c in llm.calls if REFINE in c.system).messages[-1].content
     assert f"in the input: {ACTIVE}" in refine_prompt
+    assert EVIDENCE_GUIDANCE in refine_prompt
 
 
 def test_a_short_column_is_listed_whole_and_a_long_one_up_to_a_budget(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from agent.container import Limits
 from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, LoopEvent, ReflectiveAgent
-from agent.prompts import NO_FILES_NOTE, REPEAT_NOTE
+from agent.prompts import EVIDENCE_GUIDANCE, NO_FILES_NOTE, REPEAT_NOTE
 from agent.sandbox import Sandbox
 from agent.task import Task
 from memory.render import HEADER, estimate_tokens
@@ -241,6 +241,7 @@ def test_critic_issue_after_passing_check_keeps_behaviour_in_prompt(tmp_path: Pa
     assert result.passed and len(result.rounds) == 2
     refine_prompt = next(c for c in llm.calls if REFINE in c.system).messages[-1].content
     assert "already passes the automatic checks" in refine_prompt
+    assert EVIDENCE_GUIDANCE not in refine_prompt  # the crash quotes nothing of the input
 
 
 def test_missing_output_file_is_caught_by_rule_check_before_execution(tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ def test_refiner_renders_kind_guidance_tried_fixes_and_previous(kind: FeedbackKi
     )
     assert prompts.KIND_GUIDANCE[kind] in text
     assert "PREV" in text and "used float()" in text and "do not repeat" in text
+    assert prompts.EVIDENCE_GUIDANCE not in text  # only when the feedback shows the input
 
 
 def refiner_for_crash(workspace: dict[str, str] | None = None) -> str:
