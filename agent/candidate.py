@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 # A fenced block, optionally preceded (within a few lines) by a line naming a file.
 _FENCE = re.compile(r"```[ \t]*([\w.+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 # What follows a block, up to the next fence line: a program whose opening fence is missing.
-_STRAY = re.compile(r"\n?(.*?)^```", re.DOTALL | re.MULTILINE)
+_STRAY = re.compile(r"[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.DOTALL | re.MULTILINE)
 _FENCE_LINE = re.compile(r"^[ \t]*```", re.MULTILINE)
 _FILENAME = re.compile(r"([\w./-]+\.[A-Za-z0-9]{1,8})")
 _LANG_BY_SUFFIX = {".py": {"python", "py", "python3"}, ".json": {"json"}, ".md": {"md", "markdown"}}
@@ -60,7 +60,8 @@ def parse_candidate(text: str, outputs: Sequence[str]) -> Candidate:
     named: dict[str, str] = {}
     unnamed: list[tuple[str, str]] = []
     for match in _FENCE.finditer(text):
-        lang, body = match.group(1).lower(), _or_stray(match.group(2), text, match.end())
+        lang = match.group(1).lower()
+        body = _or_stray(lang, match.group(2), text, match.end())
         preceding = text[max(0, match.start() - 200) : match.start()].splitlines()[-2:]
         header = " ".join(preceding) + " " + text[match.start() : match.start() + 80].split("\n")[0]
         target = next((o for o in outputs if _mentions(header, o)), None)
@@ -81,22 +82,32 @@ def parse_candidate(text: str, outputs: Sequence[str]) -> Candidate:
     return Candidate(files=named, text=text, fix_note=fix_note)
 
 
-def _or_stray(body: str, text: str, end: int) -> str:
-    """`body`, or the code after it when it holds only comments and a lone fence closes that.
+def _or_stray(lang: str, body: str, text: str, end: int) -> str:
+    """`body`, or the program after it when it is Python of comments only and one stray fence
+    closes that program (the reply has an odd number of fence lines).
 
     A reply that fences a comment ("# Repair attempt") and then the program, closed by one
     stray fence, pairs the fences wrongly: the block is the comment, the program falls outside.
     """
-    if _holds_code(body) or len(_FENCE_LINE.findall(text)) % 2 == 0:
+    if lang not in ("", *_LANG_BY_SUFFIX[".py"]) or not _comments_only(body):
+        return body
+    if len(_FENCE_LINE.findall(text)) % 2 == 0:
         return body
     stray = _STRAY.match(text, end)
     return stray.group(1) if stray and _holds_code(stray.group(1)) else body
 
 
-def _holds_code(text: str) -> bool:
+def _comments_only(code: str) -> bool:
+    try:
+        return not ast.parse(code).body
+    except (SyntaxError, ValueError):
+        return False
+
+
+def _holds_code(code: str) -> bool:
     """Python with at least one statement (comments and prose do not count)."""
     try:
-        return bool(ast.parse(text).body)
+        return bool(ast.parse(code).body)
     except (SyntaxError, ValueError):
         return False
 

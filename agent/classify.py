@@ -213,13 +213,14 @@ def _hints(error: _PyError, *, network: bool) -> tuple[str, ...]:
     """What the environment rules out, said as an issue the refiner must act on."""
     if network:
         return ("the sandbox has no network access: do not download or connect anywhere",)
-    missing = _NO_MODULE.search(error.message) if error.type.endswith("Error") else None
+    imports = error.type in ("ModuleNotFoundError", "ImportError")
+    missing = _NO_MODULE.search(error.message) if imports else None
     if missing is None:
         return ()
-    name = missing.group(1).split(".")[0]
+    name = missing.group(1)
     return (
-        f"'{name}' is not installed where the program runs and cannot be installed: rewrite "
-        f"the program without {name}, with the Python standard library",
+        f"'{name}' cannot be imported where the program runs, and nothing can be installed "
+        f"there: rewrite the program without {name}, with the Python standard library",
     )
 
 

@@ -168,28 +168,18 @@ def data_evidence(
     """What the input shows about a failure: the evidence for the values it quotes
     (`input_evidence`); else, for a failure that quotes no input value (a wrong total, a
     type error), the data's profile (`input_profile`), the lines naming a word of the
-    message first, at most two. A check's verdict on wrong values also gets the rows that
-    repeat exactly, the one fault of the data that no single value shows."""
-    repeats = repeated_rows(workspace) if check_failed else []
+    message first, at most two. Rows that repeat (`_repeated_rows`) are shown for a check's
+    verdict only, first: the one fault of the data that no single value shows."""
+    profile = input_profile(workspace)
+    repeats = [line for line in profile if line.startswith(_REPEATS)]
+    shown = repeats if check_failed else []
     found = input_evidence(message, workspace, check_failed=check_failed)
     if found:
-        return "\n".join([found, *repeats])
+        return "\n".join([found, *shown])
     words = {w.lower() for w in re.findall(r"\w+", message or "")}
-    lines = [line for line in input_profile(workspace) if line not in repeats]
+    lines = [line for line in profile if line not in repeats]
     lines.sort(key=lambda line: not words & {w.lower() for w in re.findall(r"\w+", line[:80])})
-    return "\n".join([*repeats, *lines[:MAX_PROFILE_LINES]]) or None
-
-
-def repeated_rows(workspace: Path | None) -> list[str]:
-    """For each delimited input file with repeated rows, a line saying so (`_repeated_rows`)."""
-    if workspace is None or not workspace.is_dir():
-        return []
-    tables = (
-        (path.relative_to(workspace), raw.decode("utf-8", errors="replace"))
-        for path, raw in _input_files(workspace)
-    )
-    found = (_repeated_rows(name, _csv_rows(text)) for name, text in tables if not _is_json(text))
-    return [line for line in found if line]
+    return "\n".join([*shown, *lines[:MAX_PROFILE_LINES]]) or None
 
 
 def input_profile(workspace: Path | None) -> list[str]:
@@ -230,22 +220,37 @@ def input_profile(workspace: Path | None) -> list[str]:
     return lines
 
 
+_REPEATS = "rows that repeat an earlier row exactly in "
+
+
 def _repeated_rows(name: Path, rows: list[list[str]]) -> str | None:
-    """Body rows that repeat an earlier row cell for cell: a record sent twice, which every
-    count and total over the file takes twice."""
-    seen: set[tuple[str, ...]] = set()
+    """Body rows that repeat an earlier row cell for cell, when a column is otherwise unique
+    (an order number, a ticket id) and the repeats are at most a third of the rows: a record
+    sent twice, which every count and total over the file takes twice. Blank rows, small
+    files and files where rows are often alike (a log, tallies with no identifying column)
+    say nothing."""
+    if len(rows) < 3 or len(rows[0]) < 2 or not all(map(_PLAIN_NAME.fullmatch, rows[0])):
+        return None
+    seen: dict[tuple[str, ...], list[str]] = {}
     repeats: list[list[str]] = []
     for row in rows[1:]:
         key = tuple(cell.strip() for cell in row)
+        if not any(key):
+            continue
         if key in seen:
             repeats.append(row)
-        seen.add(key)
-    if not repeats:
-        return None
+        seen.setdefault(key, row)
+    unique = [
+        title
+        for title, values in zip(rows[0], _columns([rows[0], *seen.values()]), strict=True)
+        if len(set(values)) == len(values) == len(seen)
+    ]
+    if not unique or len(seen) < 5 or not 0 < len(repeats) <= (len(rows) - 1) / 3:
+        return None  # a few rows, or repeats the rule rather than the exception
     shown = ", ".join(repr(row)[:120] for row in repeats[:2])
     return (
-        f"rows of {name} that repeat an earlier row exactly: {len(repeats)} of "
-        f"{len(rows) - 1}, e.g. {shown}"
+        f"{_REPEATS}{name}: {len(repeats)} of {len(rows) - 1}, though column {unique[0]!r} is "
+        f"otherwise unique; e.g. {shown}"
     )
 
 

@@ -114,9 +114,9 @@ KIND_GUIDANCE: Mapping[FeedbackKind, str] = {
 # the 1.5B read a list of repeated rows or of eleven spellings of "yes" and changed something
 # else.
 EVIDENCE_GUIDANCE = (
-    'The lines after "in the input:" are the data the program read. Go through every value '
-    "and row listed there: which of them does the program handle wrongly? Fix it for all of "
-    "them."
+    'The "in the input:" part of the check result quotes the data the program read. Go '
+    "through every value and row it lists: which of them does the program handle wrongly? "
+    "Fix it for all of them."
 )
 
 

@@ -279,7 +279,11 @@ def test_a_failed_check_shows_what_the_program_printed(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("statement", "module"),
-    [("import pandas as pd", "pandas"), ("from nowhere_pkg.loader import Loader", "nowhere_pkg")],
+    [
+        ("import nowhere_pkg as pd", "nowhere_pkg"),
+        ("from nowhere_pkg.loader import Loader", "nowhere_pkg"),
+        ("import json.nowhere_mod", "json.nowhere_mod"),  # json is there, its submodule not
+    ],
 )
 def test_an_import_of_a_missing_module_says_to_do_without_it(
     tmp_path: Path, statement: str, module: str
@@ -291,7 +295,7 @@ def test_an_import_of_a_missing_module_says_to_do_without_it(
     feedback = execute(task, {"solution.py": program}, sandbox=Sandbox(Limits(cpu_s=10)))
     assert feedback.kind == "runtime_error"
     assert feedback.location == "solution.py:2"
-    hint = f"'{module}' is not installed where the program runs"
+    hint = f"'{module}' cannot be imported where the program runs"
     assert any(issue.startswith(hint) for issue in feedback.issues)
     assert f"issue: {hint}" in feedback.compressed()
 
@@ -307,3 +311,10 @@ def test_a_missing_module_in_the_checker_is_its_verdict_without_a_hint() -> None
     assert feedback.issues == ()
     other = classify(result(stderr=CHAINED))
     assert other.kind == "runtime_error" and other.issues == ()
+    wrapped = (
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/solution.py", line 3, in <module>\n'
+        "RuntimeError: plugin failed: No module named 'helpers'\n"
+    )
+    wrapped_feedback = classify(result(stderr=wrapped))
+    assert wrapped_feedback.kind == "runtime_error" and wrapped_feedback.issues == ()  # no import

@@ -267,23 +267,31 @@ def test_rows_that_repeat_exactly_are_in_the_profile_and_in_a_wrong_values_evide
     tmp_path: Path,
 ) -> None:
     # A record sent twice makes every count and total too high, and no single value shows it.
-    rows = "id,agent,hours\nT-1,kim,1.5\nT-2,lee,2\nT-1,kim,1.5\nT-3,kim,2\nT-3,kim,2\nT-2,lee,3\n"
+    rows = "id,agent,hours\nT-1,kim,1.5\nT-2,lee,2\nT-1,kim,1.5\nT-3,kim,2\nT-3,kim,2\n"
+    rows += "T-4,lee,3\nT-5,max,1.5\n"
     ws = workspace(tmp_path, {"t.csv": rows, "e.jsonl": '{"a": 1}\n{"a": 1}\n'})
     repeats = (
-        "rows of t.csv that repeat an earlier row exactly: 2 of 6, e.g. "
-        "['T-1', 'kim', '1.5'], ['T-3', 'kim', '2']"
+        "rows that repeat an earlier row exactly in t.csv: 2 of 7, though column 'id' is "
+        "otherwise unique; e.g. ['T-1', 'kim', '1.5'], ['T-3', 'kim', '2']"
     )
-    assert input_profile(ws) == [repeats]  # T-2 differs in hours: not a repeat; JSON is not rows
+    assert input_profile(ws) == [repeats]  # JSON is not rows
     verdict = "out.json['kim']['hours']: wrong value, got 6.5 (too high)"
-    agent = "values of column 'agent' in t.csv (2 of 2 distinct, varied formats first): "
+    agent = "values of column 'agent' in t.csv (3 of 3 distinct, varied formats first): "
     hours = "values of column 'hours' in t.csv (3 of 3 distinct, varied formats first): "
     assert data_evidence(verdict, ws, check_failed=True) == (
-        f"{agent}'kim', 'lee'\n{hours}'1.5', '2', '3'\n{repeats}"
+        f"{agent}'kim', 'lee', 'max'\n{hours}'1.5', '2', '3'\n{repeats}"
     )
     assert data_evidence("got 6.5", ws, check_failed=True) == repeats  # only once
-    # A crash is about one value: the repeats are not its evidence.
+    # A crash is about its values, quoted or not: the repeats are not its evidence.
     crash = "ValueError: could not convert string to float: '2'"
     assert repeats not in (data_evidence(crash, ws) or "")
+    assert data_evidence("TypeError: unsupported operand type(s)", ws) is None
+    # Rows that may well be alike: no column is otherwise unique (a log, a tally); blank rows.
+    (tmp_path / "alike").mkdir()
+    log = "level,message\nINFO,start\nERROR,timeout\nERROR,timeout\nERROR,timeout\n"
+    blank = "id,x\n1,a\n,\n,\n2,b\n"
+    alike = input_profile(workspace(tmp_path / "alike", {"app.csv": log, "b.csv": blank}))
+    assert not [line for line in alike if line.startswith("rows that repeat")]
     (tmp_path / "unique").mkdir()
     plain = workspace(tmp_path / "unique", {"t.csv": "id,x\n1,a\n2,a\n"})
     assert data_evidence(verdict, plain, check_failed=True) is None

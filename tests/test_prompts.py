@@ -92,6 +92,8 @@ def test_parse_candidate_takes_the_program_after_a_comment_only_block() -> None:
     program = "import json\n\nprint(json.dumps(1))\n"
     reply = f"```python\n# Repair attempt\n### solution.py\n```\n{program}```"
     assert parse_candidate(reply, ["solution.py"]).files == {"solution.py": program}
+    reopened = f"```python\n# Repair attempt\n```python\n{program}```\n"  # a second opening
+    assert parse_candidate(reopened, ["solution.py"]).files == {"solution.py": program}
     # Paired fences are read as they are: prose after a comment block is no program, and a
     # comment block followed by a proper block leaves that block to the usual mapping.
     prose = "```python\n# nothing yet\n```\nThe program follows.\n```"
@@ -99,6 +101,12 @@ def test_parse_candidate_takes_the_program_after_a_comment_only_block() -> None:
     both = f"```python\n# plan\n```\nthen\n```python\n{program}```"
     files = parse_candidate(both, ["solution.py", "b.py"]).files
     assert files == {"solution.py": "# plan\n", "b.py": program}
+    # A broken block is not comments only; text that parses ("Note: fixed" is an annotated
+    # name) before an opening fence is no stray program.
+    broken = "```python\ndef f(:\n```\nx = 1\n```"
+    assert parse_candidate(broken, ["solution.py"]).files == {"solution.py": "def f(:\n"}
+    note = "```python\n# c\n```\nNote: fixed\n```python\nx = 1"
+    assert parse_candidate(note, ["solution.py"]).files == {"solution.py": "# c\n"}
 
 
 def test_parse_candidate_digest_ignores_trailing_whitespace() -> None:
