@@ -36,9 +36,11 @@ _QUOTED = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\"""")
 _DECODE = re.compile(r"can't decode byte (0x[0-9a-f]{2}) in position (\d+)")
 _DELIMITERS = (",", ";", "\t", "|")
 MAX_FILE_BYTES = 5_000_000
-# A column's distinct values shown: as many as fit in MAX_LISTED characters (a short list
-# shown whole is the set of cases a program must handle), at most MAX_VALUES.
-MAX_VALUES = 16
+# A column's distinct values shown: a column of at most MAX_CASES distinct values whole (the
+# set of cases a program must handle: eleven spellings of yes and no), as far as they fit in
+# MAX_LISTED characters; a longer one MAX_VALUES of them, varied formats first.
+MAX_CASES = 16
+MAX_VALUES = 8
 MAX_LISTED = 200
 MAX_LITERALS = 2
 MAX_PROFILE_LINES = 2
@@ -417,7 +419,7 @@ def _column_line(name: Path, column: str, values: list[str]) -> str:
     ordered = list(by_shape.values())
     ordered += [v for v in distinct if v not in ordered]
     shown: list[str] = []
-    for value in ordered[:MAX_VALUES]:
+    for value in ordered[: MAX_CASES if len(ordered) <= MAX_CASES else MAX_VALUES]:
         if shown and len(", ".join(repr(v) for v in [*shown, value])) > MAX_LISTED:
             break
         shown.append(value)

@@ -258,6 +258,12 @@ def test_a_short_column_is_listed_whole_and_a_long_one_up_to_a_budget(tmp_path: 
     active = input_evidence("out.json['active']: wrong value", ws, check_failed=True) or ""
     assert active.startswith("values of column 'active' in a.csv (11 of 11 distinct")
     assert active.endswith(", ".join(repr(f) for f in flags))
+    # Twenty decimal-comma values: eight show the format; twenty would say nothing more.
+    many = "id\tvalue\n" + "".join(f"{i}\t{i},5\n" for i in range(20))
+    (tmp_path / "many").mkdir()
+    crash = "ValueError: could not convert string to float: '3,5'"
+    value = input_evidence(crash, workspace(tmp_path / "many", {"m.csv": many}))
+    assert (value or "").startswith("values of column 'value' in m.csv (8 of 20 distinct")
     note = input_evidence(f"out.json['note']: got {notes[3]!r}", ws, check_failed=True) or ""
     listed = note.splitlines()[0].split("varied formats first): ", 1)[1]
     assert 100 < len(listed) <= 200 and note.startswith("values of column 'note' in a.csv (5 of 20")
