@@ -13,10 +13,10 @@ from agent.candidate import Candidate
 from agent.classify import classify
 from agent.critic import Critique, critique_feedback, unreadable_critique
 from agent.errors import StructuredOutputError
-from agent.evidence import data_evidence
+from agent.evidence import crashed_on_data, data_evidence
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
-from agent.rules import rule_check
+from agent.rules import catches, rule_check
 from agent.sandbox import Sandbox
 from agent.task import Task
 
@@ -38,6 +38,7 @@ class Checks:
     ) -> None:
         self.task, self.sandbox, self.critic = task, sandbox, critic
         self.critic_mode, self.run_dir = critic_mode, run_dir
+        self.data_crash: Feedback | None = None  # the run's first crash on an input value
 
     def run(
         self, candidate: Candidate, round_no: int, index: int = 0
@@ -66,7 +67,30 @@ class Checks:
         log_path = self.run_dir / name if self.run_dir else None
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
-        return execute(self.task, candidate.files, sandbox=self.sandbox, log_path=log_path)
+        verdict = execute(self.task, candidate.files, sandbox=self.sandbox, log_path=log_path)
+        return self._against_data_crash(candidate, verdict)
+
+    def _against_data_crash(self, candidate: Candidate, verdict: Feedback) -> Feedback:
+        """The run's first crash on a value of the input is remembered; a later failing
+        candidate that catches that exception without raising it again is told so. A small
+        model's usual "repair" of such a crash skips the values it could not read, and the
+        check then says only that a total is wrong or a key is missing (decimal_comma_01:
+        "except ValueError: continue" on '18,9', then "missing key 'T-04'")."""
+        crash = self.data_crash
+        if verdict.kind == "runtime_error":
+            if crash is None and crashed_on_data(
+                verdict.error_type, verdict.key_message, self.task.workspace
+            ):
+                self.data_crash = verdict
+            return verdict
+        if verdict.passed or crash is None or not catches(candidate.files, crash.error_type or ""):
+            return verdict
+        issue = (
+            f"this program catches {crash.error_type} where an earlier attempt crashed on the "
+            f"input ({crash.key_message}): skipping or replacing those values makes the "
+            "result wrong; read them correctly"
+        )
+        return verdict.model_copy(update={"issues": (*verdict.issues, issue)})
 
     def _critique(
         self, candidate: Candidate, earlier: Sequence[Feedback]

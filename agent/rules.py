@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Mapping
 
 from agent.candidate import Candidate
 from agent.feedback import Feedback
@@ -80,3 +81,31 @@ def _parse_problem(name: str, content: str) -> Feedback | None:
                 key_message=exc.msg,
             )
     return None
+
+
+def catches(files: Mapping[str, str], error_type: str) -> bool:
+    """Does a Python file catch `error_type` (by name, as Exception or bare) without raising
+    again? Such a handler skips or replaces what raised it. Unparsable files say nothing."""
+    for name, content in files.items():
+        if not name.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(content)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.ExceptHandler)
+                and _names(node.type) & {error_type, "Exception", "BaseException", ""}
+                and not any(isinstance(n, ast.Raise) for n in ast.walk(node))
+            ):
+                return True
+    return False
+
+
+def _names(caught: ast.expr | None) -> set[str]:
+    """The class names an except clause catches ("" for a bare except)."""
+    if caught is None:
+        return {""}
+    parts = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+    return {p.attr if isinstance(p, ast.Attribute) else getattr(p, "id", "?") for p in parts}

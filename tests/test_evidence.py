@@ -175,6 +175,46 @@ def test_the_refiner_is_shown_the_column_of_the_value_that_crashed(tmp_path: Pat
     assert "'$4,332.59'" in refine_prompt
 
 
+@pytest.mark.parametrize(
+    ("handler", "told"),
+    [
+        ("except ValueError:\n        continue", True),
+        ("except (KeyError, ValueError) as exc:\n        print(exc)", True),
+        ("except:\n        pass", True),
+        ("except ValueError:\n        raise SystemExit('bad amount')", False),  # raises again
+        ("except KeyError:\n        continue", False),  # not what crashed
+    ],
+)
+def test_a_repair_that_catches_the_crash_on_the_input_is_told_so(
+    tmp_path: Path, handler: str, told: bool
+) -> None:
+    # The small model's usual repair of a crash on '$860.45': skip the rows it cannot read.
+    crash = (
+        "import csv, json\n"
+        "rows = list(csv.DictReader(open('a.csv')))\n"
+        "json.dump(sum(float(r['amount']) for r in rows), open('out.json', 'w'))\n"
+    )
+    skip = (
+        "import csv, json\ntotal = 0\nfor r in csv.DictReader(open('a.csv')):\n"
+        f"    try:\n        total += float(r['amount'])\n    {handler}\n"
+        "json.dump(total, open('out.json', 'w'))\n"
+    )
+    llm = ScriptedLLM.by_system({GEN: [code(crash)], REFINE: [fix(skip), fix(skip + "#")]})
+    task = make_task(tmp_path)
+    assert task.workspace is not None
+    (task.workspace / "a.csv").write_text('id,amount\n1,$860.45\n2,"$4,332.59"\n3,7\n')
+    result = agent_for(llm, tmp_path, max_rounds=3).run(task)
+    second = result.rounds[1].feedback
+    assert second.kind in ("check_failed", "runtime_error")
+    issue = (
+        "this program catches ValueError where an earlier attempt crashed on the input "
+        "(ValueError: could not convert string to float: '$860.45')"
+    )
+    assert any(i.startswith(issue) for i in second.issues) == told
+    last_prompt = [c for c in llm.calls if REFINE in c.system][-1].messages[-1].content
+    assert (f"issue: {issue}" in last_prompt) == told
+
+
 def test_the_profile_shows_what_a_second_look_at_the_data_would(tmp_path: Path) -> None:
     ws = workspace(tmp_path, {
         "sales.csv": "\ufeffregion,amount,units,day\nnorth,$1.50,3,2026-01-02\n"
