@@ -156,12 +156,16 @@ def test_nothing_when_the_value_is_not_in_the_inputs(tmp_path: Path) -> None:
     assert input_evidence(None, ws) is None
 
 
+# A program that crashes on the first amount with a '$': float('$860.45').
+SUM_AMOUNTS = (
+    "import csv, json\n"
+    "rows = list(csv.DictReader(open('a.csv')))\n"
+    "json.dump(sum(float(r['amount']) for r in rows), open('out.json', 'w'))\n"
+)
+
+
 def test_the_refiner_is_shown_the_column_of_the_value_that_crashed(tmp_path: Path) -> None:
-    crash = (
-        "import csv, json\n"
-        "rows = list(csv.DictReader(open('a.csv')))\n"
-        "json.dump(sum(float(r['amount']) for r in rows), open('out.json', 'w'))\n"
-    )
+    crash = SUM_AMOUNTS
     llm = ScriptedLLM.by_system({GEN: [code(crash)], REFINE: [fix(crash.replace("a.csv", "b"))]})
     agent = agent_for(llm, tmp_path, max_rounds=2)
     task = make_task(tmp_path)
@@ -189,11 +193,7 @@ def test_a_repair_that_catches_the_crash_on_the_input_is_told_so(
     tmp_path: Path, handler: str, told: bool
 ) -> None:
     # The small model's usual repair of a crash on '$860.45': skip the rows it cannot read.
-    crash = (
-        "import csv, json\n"
-        "rows = list(csv.DictReader(open('a.csv')))\n"
-        "json.dump(sum(float(r['amount']) for r in rows), open('out.json', 'w'))\n"
-    )
+    crash = SUM_AMOUNTS
     skip = (
         "import csv, json\ntotal = 0\nfor r in csv.DictReader(open('a.csv')):\n"
         f"    try:\n        total += float(r['amount'])\n    {handler}\n"
