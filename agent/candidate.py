@@ -89,27 +89,20 @@ def _or_stray(lang: str, body: str, text: str, end: int) -> str:
     A reply that fences a comment ("# Repair attempt") and then the program, closed by one
     stray fence, pairs the fences wrongly: the block is the comment, the program falls outside.
     """
-    if lang not in ("", *_LANG_BY_SUFFIX[".py"]) or not _comments_only(body):
+    if lang not in ("", *_LANG_BY_SUFFIX[".py"]) or _statements(body) != 0:
         return body
     if len(_FENCE_LINE.findall(text)) % 2 == 0:
         return body
     stray = _STRAY.match(text, end)
-    return stray.group(1) if stray and _holds_code(stray.group(1)) else body
+    return stray.group(1) if stray and (_statements(stray.group(1)) or 0) > 0 else body
 
 
-def _comments_only(code: str) -> bool:
+def _statements(code: str) -> int | None:
+    """How many top-level statements `code` holds as Python; None when it does not parse."""
     try:
-        return not ast.parse(code).body
+        return len(ast.parse(code).body)
     except (SyntaxError, ValueError):
-        return False
-
-
-def _holds_code(code: str) -> bool:
-    """Python with at least one statement (comments and prose do not count)."""
-    try:
-        return bool(ast.parse(code).body)
-    except (SyntaxError, ValueError):
-        return False
+        return None
 
 
 def answer_part(text: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 from collections.abc import Mapping
 
@@ -84,8 +85,12 @@ def _parse_problem(name: str, content: str) -> Feedback | None:
 
 
 def catches(files: Mapping[str, str], error_type: str) -> bool:
-    """Does a Python file catch `error_type` (by name, as Exception or bare) without raising
-    again? Such a handler skips or replaces what raised it. Unparsable files say nothing."""
+    """Does a Python file catch `error_type` (by its name, a builtin base's such as ValueError
+    for a UnicodeDecodeError, or bare) without raising again? Such a handler skips or
+    replaces what raised it. Unparsable files say nothing."""
+    builtin = getattr(builtins, error_type, None)
+    bases = {c.__name__ for c in builtin.__mro__} if isinstance(builtin, type) else set()
+    caught = {error_type, "Exception", "BaseException", "", *bases}
     for name, content in files.items():
         if not name.endswith(".py"):
             continue
@@ -96,7 +101,7 @@ def catches(files: Mapping[str, str], error_type: str) -> bool:
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.ExceptHandler)
-                and _names(node.type) & {error_type, "Exception", "BaseException", ""}
+                and _names(node.type) & caught
                 and not any(isinstance(n, ast.Raise) for n in ast.walk(node))
             ):
                 return True

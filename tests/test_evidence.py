@@ -15,6 +15,7 @@ from agent.evidence import (
 )
 from agent.llm.scripted import ScriptedLLM
 from agent.prompts import EVIDENCE_GUIDANCE
+from agent.rules import catches
 from tests.helpers import GEN, REFINE, code, fix, make_task
 from tests.test_loop import agent_for
 
@@ -213,6 +214,13 @@ def test_a_repair_that_catches_the_crash_on_the_input_is_told_so(
     assert any(i.startswith(issue) for i in second.issues) == told
     last_prompt = [c for c in llm.calls if REFINE in c.system][-1].messages[-1].content
     assert (f"issue: {issue}" in last_prompt) == told
+
+
+def test_a_handler_of_a_builtin_base_catches_the_crash_too() -> None:
+    handler = "try:\n    text = raw.decode()\nexcept {}:\n    text = ''\n"
+    assert catches({"s.py": handler.format("ValueError")}, "UnicodeDecodeError")
+    assert not catches({"s.py": handler.format("KeyError")}, "UnicodeDecodeError")
+    assert not catches({"s.py": handler.format("ValueError"), "n.md": "x"}, "KeyError")
 
 
 def test_the_profile_shows_what_a_second_look_at_the_data_would(tmp_path: Path) -> None:
