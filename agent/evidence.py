@@ -172,10 +172,12 @@ def data_evidence(
     type error), the data's profile (`input_profile`), the lines naming a word of the
     message first, at most two. Rows that repeat (`_repeated_rows`) are shown for a check's
     verdict only, first: the one fault of the data that no single value shows."""
+    found = input_evidence(message, workspace, check_failed=check_failed)
+    if found and not check_failed:
+        return found  # a crash's own values: no profile needed
     profile = input_profile(workspace)
     repeats = [line for line in profile if line.startswith(_REPEATS)]
     shown = repeats if check_failed else []
-    found = input_evidence(message, workspace, check_failed=check_failed)
     if found:
         return "\n".join([found, *shown])
     words = {w.lower() for w in re.findall(r"\w+", message or "")}
