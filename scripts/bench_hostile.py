@@ -127,19 +127,48 @@ class Outcome(BaseModel):
 
 
 def sandbox_user_processes() -> int:
-    """Processes of the user the sandbox runs commands as (nobody, when we are root)."""
+    """Processes of the user the sandbox runs commands as (nobody, when we are root), except
+    those inside another process's live sandbox (a benchmark running beside the suite): a
+    process whose ancestors include a bwrap started by a process other than this one.
+    A leftover of ours is a descendant of this process or an orphan; both count."""
     if os.geteuid() != 0:
         return 0  # unprivileged: the sandbox user is us; its PID namespace dies with it
     uid = pwd.getpwnam("nobody").pw_uid
-    count = 0
+    table = _process_table()
+    return sum(
+        1 for pid, (owner, _, _) in table.items()
+        if owner == uid and not _in_foreign_sandbox(pid, table)
+    )  # fmt: skip
+
+
+def _process_table() -> dict[int, tuple[int, int, str]]:
+    """pid -> (real uid, parent pid, name), read from /proc (gone processes skipped)."""
+    table: dict[int, tuple[int, int, str]] = {}
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid:
-                    count += 1
-            except OSError:
-                continue
-    return count
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = dict(
+                line.split(":\t", 1) for line in (entry / "status").read_text().splitlines()
+                if ":\t" in line
+            )  # fmt: skip
+            uid, ppid = int(fields["Uid"].split()[0]), int(fields["PPid"])
+        except (OSError, KeyError, ValueError):
+            continue
+        table[int(entry.name)] = (uid, ppid, fields.get("Name", "").strip())
+    return table
+
+
+def _in_foreign_sandbox(pid: int, table: dict[int, tuple[int, int, str]]) -> bool:
+    me, seen = os.getpid(), set()
+    while pid in table and pid not in seen and pid != me:
+        seen.add(pid)
+        _, parent, name = table[pid]
+        starter = table.get(parent, (0, 0, ""))[2]
+        if name == "bwrap" and starter != "bwrap" and parent != me:
+            return True
+        pid = parent
+    return False
 
 
 def run_case(name: str, sandbox: Sandbox, task: Task, home: Path, timeout_s: float) -> Outcome:
