@@ -4,6 +4,7 @@ sandbox, then the LLM critic. The first failing stage is the verdict; later stag
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -16,7 +17,7 @@ from agent.errors import StructuredOutputError
 from agent.evidence import crashed_on_data, data_evidence
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
-from agent.rules import catches, rule_check
+from agent.rules import bom_writes, catches, rule_check
 from agent.sandbox import Sandbox
 from agent.task import Task
 
@@ -68,7 +69,7 @@ class Checks:
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
         verdict = execute(self.task, candidate.files, sandbox=self.sandbox, log_path=log_path)
-        return self._against_data_crash(candidate, verdict)
+        return _against_bom_write(candidate, self._against_data_crash(candidate, verdict))
 
     def _against_data_crash(self, candidate: Candidate, verdict: Feedback) -> Feedback:
         """The run's first crash on a value of the input is remembered; a later failing
@@ -119,6 +120,28 @@ class Checks:
             return unreadable_critique(exc.raw, str(exc)), exc.usage or Usage()
         assert completion.parsed is not None
         return critique_feedback(completion.parsed), completion.usage
+
+
+_BOM_WORDS = re.compile(r"\bBOM\b|\ufeff|\\ufeff|byte order mark", re.IGNORECASE)
+
+
+def _against_bom_write(candidate: Candidate, verdict: Feedback) -> Feedback:
+    """A check that meets a byte order mark, and a program that writes a file with
+    encoding='utf-8-sig' (which puts one at its start): the issue names the line. Python's
+    own message on such output reads "Unexpected UTF-8 BOM (decode using utf-8-sig)", advice
+    for a reader, and the 1.5B answered it by changing how it read the input (bom_01)."""
+    said = " ".join(filter(None, (verdict.summary, verdict.key_message)))
+    if verdict.passed or not _BOM_WORDS.search(said):
+        return verdict
+    where = bom_writes(candidate.files)
+    if not where:
+        return verdict
+    issue = (
+        f"{', '.join(where)} writes with encoding='utf-8-sig', which puts a byte order mark "
+        "at the start of the file written: write output files with encoding='utf-8' "
+        "('utf-8-sig' is for reading a file that starts with one)"
+    )
+    return verdict.model_copy(update={"issues": (*verdict.issues, issue)})
 
 
 def execute(

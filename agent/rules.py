@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 import json
+import re
 from collections.abc import Mapping
 
 from agent.candidate import Candidate
@@ -114,3 +115,44 @@ def _names(caught: ast.expr | None) -> set[str]:
         return {""}
     parts = caught.elts if isinstance(caught, ast.Tuple) else [caught]
     return {p.attr if isinstance(p, ast.Attribute) else getattr(p, "id", "?") for p in parts}
+
+
+_WRITE_MODE = re.compile(r"[rbt+]*[wax][rbt+]*")
+
+
+def bom_writes(files: Mapping[str, str]) -> list[str]:
+    """Where a Python file writes a file with encoding 'utf-8-sig' ("solution.py:12"), which
+    puts a byte order mark at its start: an open(..., 'w', encoding='utf-8-sig') (builtin,
+    codecs, io or a Path's) or a write_text(..., encoding='utf-8-sig'). Unparsable files say
+    nothing."""
+    found = []
+    for name, content in files.items():
+        if not name.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(content)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _writes_with_bom(node):
+                found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def _writes_with_bom(call: ast.Call) -> bool:
+    args = [a.value if isinstance(a, ast.Constant) else None for a in call.args]
+    keywords = {k.arg: k.value.value for k in call.keywords if isinstance(k.value, ast.Constant)}
+    encodings = [keywords.get("encoding"), *args[1:]]  # codecs.open's is positional
+    if not any(
+        isinstance(v, str) and v.lower().replace("_", "-") == "utf-8-sig" for v in encodings
+    ):
+        return False
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name == "write_text":
+        return True
+    # The mode: open(path, MODE) of builtins, codecs and io; a Path's own open(MODE).
+    module = getattr(func.value, "id", "") if isinstance(func, ast.Attribute) else "builtins"
+    own = module not in ("builtins", "codecs", "io")
+    modes = [keywords.get("mode"), *(args[:1] if own else args[1:2])]
+    return name == "open" and any(isinstance(m, str) and _WRITE_MODE.fullmatch(m) for m in modes)

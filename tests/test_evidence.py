@@ -15,7 +15,7 @@ from agent.evidence import (
 )
 from agent.llm.scripted import ScriptedLLM
 from agent.prompts import EVIDENCE_GUIDANCE
-from agent.rules import catches
+from agent.rules import bom_writes, catches
 from tests.helpers import GEN, REFINE, code, fix, make_task
 from tests.test_loop import agent_for
 
@@ -430,3 +430,61 @@ def test_a_program_bug_that_quotes_the_input_is_not_the_datas(
 ) -> None:
     error_type = message.split(":")[0]
     assert not crashed_on_data(error_type, message, root / task / "workspace")
+
+
+BOM_CHECKER = (
+    "import json, sys\n"
+    "try:\n    value = json.load(open('out.json', encoding='utf-8'))\n"
+    "except ValueError as exc:\n    sys.exit(f'out.json is not valid JSON: {exc}')\n"
+    "assert value == 42, f'expected 42, got {value}'\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("program", "bom", "told"),
+    [
+        # Python's message says "decode using utf-8-sig": advice for the reader; the program
+        # is what put the mark there.
+        ("import json\njson.dump(42, open('out.json', 'w', encoding='utf-8-sig'))", True, True),
+        ("from pathlib import Path\nPath('out.json').write_text('42', encoding='utf_8_sig')",
+         True, True),
+        # No mark met, or no line that writes one: nothing to say.
+        ("import json\njson.dump(41, open('out.json', 'w', encoding='utf-8'))", False, False),
+        ("import json\nopen('out.json', 'w').write('\\ufeff42')", True, False),
+    ],
+)  # fmt: skip
+def test_a_check_that_meets_a_bom_names_the_line_that_wrote_it(
+    tmp_path: Path, program: str, bom: bool, told: bool
+) -> None:
+    llm = ScriptedLLM.by_system({GEN: [code(program)], REFINE: [fix(program + "\n#")]})
+    task = make_task(tmp_path, checker=BOM_CHECKER)
+    result = agent_for(llm, tmp_path, max_rounds=2).run(task)
+    first = result.rounds[0].feedback
+    assert first.kind == "check_failed" and not result.passed
+    assert ("BOM" in first.summary) == bom
+    issue = "solution.py:2 writes with encoding='utf-8-sig', which puts a byte order mark"
+    assert any(i.startswith(issue) for i in first.issues) == told
+    prompt = [c for c in llm.calls if REFINE in c.system][-1].messages[-1].content
+    assert (issue in prompt) == told
+
+
+@pytest.mark.parametrize(
+    ("line", "writes"),
+    [
+        ("open('r.json', 'w', encoding='utf-8-sig')", True),
+        ("open('r.json', mode='a', encoding='UTF_8_SIG')", True),
+        ("codecs.open('o.csv', 'w', 'utf-8-sig')", True),
+        ("io.open('o.csv', 'x', encoding='utf-8-sig')", True),
+        ("Path('o.json').open('w', encoding='utf-8-sig')", True),
+        ("Path('o.json').write_text(t, encoding='utf-8-sig')", True),
+        ("open('in.csv', encoding='utf-8-sig')", False),  # reading: what it is for
+        ("open('in.csv', 'r', encoding='utf-8-sig')", False),
+        ("open('a', encoding='utf-8-sig')", False),  # a file named like a mode
+        ("Path('in.csv').open(encoding='utf-8-sig')", False),
+        ("Path('in.csv').read_text(encoding='utf-8-sig')", False),
+        ("open('o.json', 'w', encoding='utf-8')", False),
+    ],
+)
+def test_bom_writes_finds_writes_with_utf_8_sig_only(line: str, writes: bool) -> None:
+    source = f"import codecs, io\nfrom pathlib import Path\nt = ''\n{line}\n"
+    assert bom_writes({"s.py": source, "notes.md": line}) == (["s.py:4"] if writes else [])
