@@ -11,13 +11,13 @@ from typing import Literal
 
 from agent import prompts
 from agent.candidate import Candidate
-from agent.classify import classify
+from agent.classify import classify, missing_module, missing_module_issue
 from agent.critic import Critique, critique_feedback, unreadable_critique
 from agent.errors import StructuredOutputError
 from agent.evidence import crashed_on_data, data_evidence
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
-from agent.rules import bom_writes, catches, rule_check
+from agent.rules import bom_writes, catches, imported, rule_check
 from agent.sandbox import Sandbox
 from agent.task import Task
 
@@ -40,6 +40,7 @@ class Checks:
         self.task, self.sandbox, self.critic = task, sandbox, critic
         self.critic_mode, self.run_dir = critic_mode, run_dir
         self.data_crash: Feedback | None = None  # the run's first crash on an input value
+        self.missing: set[str] = set()  # modules a candidate of the run could not import
 
     def run(
         self, candidate: Candidate, round_no: int, index: int = 0
@@ -69,7 +70,9 @@ class Checks:
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
         verdict = execute(self.task, candidate.files, sandbox=self.sandbox, log_path=log_path)
-        return _against_bom_write(candidate, self._against_data_crash(candidate, verdict))
+        for against in (self._against_data_crash, self._against_missing_module, _against_bom_write):
+            verdict = against(candidate, verdict)
+        return verdict
 
     def _against_data_crash(self, candidate: Candidate, verdict: Feedback) -> Feedback:
         """The run's first crash on a value of the input is remembered; a later failing
@@ -92,6 +95,21 @@ class Checks:
             "result wrong; read them correctly"
         )
         return verdict.model_copy(update={"issues": (*verdict.issues, issue)})
+
+    def _against_missing_module(self, candidate: Candidate, verdict: Feedback) -> Feedback:
+        """A module the run could not import is remembered; a later failing candidate that
+        still imports it is told again. The 1.5B's repair of "No module named 'pandas'"
+        wrapped the import in try/except and printed "pandas is not installed", and the
+        check's verdict then said nothing of the import (booleans_02, rounds 2 and 3)."""
+        name = missing_module(verdict.error_type, verdict.key_message)
+        if name is not None:
+            self.missing.add(name.split(".")[0])
+            return verdict
+        if verdict.passed:
+            return verdict
+        still = sorted(self.missing & imported(candidate.files))
+        told = [i for i in map(missing_module_issue, still) if i not in verdict.issues]
+        return verdict.model_copy(update={"issues": (*verdict.issues, *told)}) if told else verdict
 
     def _critique(
         self, candidate: Candidate, earlier: Sequence[Feedback]

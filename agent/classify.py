@@ -213,14 +213,22 @@ def _hints(error: _PyError, *, network: bool) -> tuple[str, ...]:
     """What the environment rules out, said as an issue the refiner must act on."""
     if network:
         return ("the sandbox has no network access: do not download or connect anywhere",)
-    imports = error.type in ("ModuleNotFoundError", "ImportError")
-    missing = _NO_MODULE.search(error.message) if imports else None
-    if missing is None:
-        return ()
-    name = missing.group(1)
+    name = missing_module(error.type, error.message)
+    return (missing_module_issue(name),) if name else ()
+
+
+def missing_module(error_type: str | None, message: str | None) -> str | None:
+    """The module an import error says is not there ("No module named 'X'"), or None."""
+    if error_type not in ("ModuleNotFoundError", "ImportError"):
+        return None
+    found = _NO_MODULE.search(message or "")
+    return found.group(1) if found else None
+
+
+def missing_module_issue(name: str) -> str:
     return (
         f"'{name}' cannot be imported where the program runs, and nothing can be installed "
-        f"there: rewrite the program without {name}, with the Python standard library",
+        f"there: rewrite the program without {name}, with the Python standard library"
     )
 
 

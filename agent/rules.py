@@ -6,7 +6,7 @@ import ast
 import builtins
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from agent.candidate import Candidate
 from agent.feedback import Feedback
@@ -92,13 +92,7 @@ def catches(files: Mapping[str, str], error_type: str) -> bool:
     builtin = getattr(builtins, error_type, None)
     bases = {c.__name__ for c in builtin.__mro__} if isinstance(builtin, type) else set()
     caught = {error_type, "Exception", "BaseException", "", *bases}
-    for name, content in files.items():
-        if not name.endswith(".py"):
-            continue
-        try:
-            tree = ast.parse(content)
-        except (SyntaxError, ValueError):
-            continue
+    for _, tree in _trees(files):
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.ExceptHandler)
@@ -117,6 +111,29 @@ def _names(caught: ast.expr | None) -> set[str]:
     return {p.attr if isinstance(p, ast.Attribute) else getattr(p, "id", "?") for p in parts}
 
 
+def imported(files: Mapping[str, str]) -> set[str]:
+    """The top-level names of the modules the Python files import, wherever the import is
+    (in a function, under try). Unparsable files say nothing."""
+    names: set[str] = set()
+    for _, tree in _trees(files):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def _trees(files: Mapping[str, str]) -> Iterator[tuple[str, ast.Module]]:
+    """Each Python file's name and syntax tree; unparsable files are left out."""
+    for name, content in files.items():
+        if name.endswith(".py"):
+            try:
+                yield name, ast.parse(content)
+            except (SyntaxError, ValueError):
+                continue
+
+
 _WRITE_MODE = re.compile(r"[rbt+]*[wax][rbt+]*")
 
 
@@ -126,13 +143,7 @@ def bom_writes(files: Mapping[str, str]) -> list[str]:
     codecs, io or a Path's) or a write_text(..., encoding='utf-8-sig'). Unparsable files say
     nothing."""
     found = []
-    for name, content in files.items():
-        if not name.endswith(".py"):
-            continue
-        try:
-            tree = ast.parse(content)
-        except (SyntaxError, ValueError):
-            continue
+    for name, tree in _trees(files):
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and _writes_with_bom(node):
                 found.append(f"{name}:{node.lineno}")

@@ -15,7 +15,7 @@ from agent.evidence import (
 )
 from agent.llm.scripted import ScriptedLLM
 from agent.prompts import EVIDENCE_GUIDANCE
-from agent.rules import bom_writes, catches
+from agent.rules import bom_writes, catches, imported
 from tests.helpers import GEN, REFINE, code, fix, make_task
 from tests.test_loop import agent_for
 
@@ -488,3 +488,40 @@ def test_a_check_that_meets_a_bom_names_the_line_that_wrote_it(
 def test_bom_writes_finds_writes_with_utf_8_sig_only(line: str, writes: bool) -> None:
     source = f"import codecs, io\nfrom pathlib import Path\nt = ''\n{line}\n"
     assert bom_writes({"s.py": source, "notes.md": line}) == (["s.py:4"] if writes else [])
+
+
+@pytest.mark.parametrize(
+    ("repair", "told"),
+    [
+        # The 1.5B's repair of a missing pandas: the import under try, a message, exit 1. The
+        # check's verdict then says nothing of the import.
+        ("import sys\ntry:\n    import pandas.io\nexcept ImportError:\n"
+         "    sys.exit('pandas is not installed')\n", True),
+        ("def unused():\n    from pandas import read_csv\nimport json\n"
+         "json.dump(41, open('out.json', 'w'))\n", True),
+        ("import json\njson.dump(41, open('out.json', 'w'))\n", False),  # without it
+    ],
+)  # fmt: skip
+def test_a_later_candidate_that_still_imports_a_missing_module_is_told_again(
+    tmp_path: Path, repair: str, told: bool
+) -> None:
+    first = "import pandas\nimport json\njson.dump(42, open('out.json', 'w'))\n"
+    llm = ScriptedLLM.by_system({GEN: [code(first)], REFINE: [fix(repair), fix(repair + "#")]})
+    result = agent_for(llm, tmp_path, max_rounds=3).run(make_task(tmp_path))
+    issue = "'pandas' cannot be imported where the program runs, and nothing can be installed"
+    assert any(i.startswith(issue) for i in result.rounds[0].feedback.issues)
+    second = result.rounds[1].feedback
+    assert second.error_type != "ModuleNotFoundError" and not second.passed
+    assert sum(i.startswith(issue) for i in second.issues) == told
+    last_prompt = [c for c in llm.calls if REFINE in c.system][-1].messages[-1].content
+    assert (issue in last_prompt) == told
+
+
+def test_imported_names_every_module_wherever_it_is_imported() -> None:
+    source = (
+        "import os.path, json as j\nfrom collections import abc\nfrom . import sibling\n"
+        "def f():\n    try:\n        import pandas\n    except ImportError:\n        pass\n"
+    )
+    assert imported({"s.py": source, "broken.py": "import numpy(", "n.md": "import x"}) == {
+        "os", "json", "collections", "pandas"
+    }  # fmt: skip
