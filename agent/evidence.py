@@ -216,7 +216,7 @@ def input_profile(workspace: Path | None) -> list[str]:
         if any(not _PLAIN_NAME.fullmatch(cell) for cell in read):
             lines.append(f"the header of {name} as Python reads it: {read!r}")
         for title, values in zip(rows[0], _columns(rows), strict=True):
-            if _unusual({_shape(v) for v in values}) or _case_variants(values):
+            if _unusual({_shape(v) for v in set(values)}) or _case_variants(values):
                 lines.append(_column_line(name, title, values))
         repeats = _repeated_rows(name, rows)
         if repeats:
@@ -409,8 +409,10 @@ def _shape(value: str) -> str:
 
     Spaces and the currency sign stay: ' $99.65 ' and '€99.65' are other formats to show the
     refiner. `memory.lexical.shape` is the coarser form recall matches across tasks."""
-    shape = re.sub(r"\d+", "9", value)
-    return re.sub(r"[^\W\d_]+", "a", shape)
+    return _LETTERS.sub("a", _DIGITS.sub("9", value))
+
+
+_DIGITS, _LETTERS = re.compile(r"\d+"), re.compile(r"[^\W\d_]+")
 
 
 def _column_line(name: Path, column: str, values: list[str]) -> str:
