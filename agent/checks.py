@@ -89,10 +89,12 @@ class Checks:
             return verdict
         if verdict.passed or crash is None or not catches(candidate.files, crash.error_type or ""):
             return verdict
+        # The values themselves: the verdict's own evidence is now about an output key.
+        seen = (crash.input_evidence or "").split("\n")[0]
         issue = (
             f"this program catches {crash.error_type} where an earlier attempt crashed on the "
             f"input ({crash.key_message}): skipping or replacing those values makes the "
-            "result wrong; read them correctly"
+            "result wrong; read them correctly" + (f". The input has {seen}" if seen else "")
         )
         return verdict.model_copy(update={"issues": (*verdict.issues, issue)})
 

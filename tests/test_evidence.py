@@ -211,7 +211,9 @@ def test_a_repair_that_catches_the_crash_on_the_input_is_told_so(
         "this program catches ValueError where an earlier attempt crashed on the input "
         "(ValueError: could not convert string to float: '$860.45')"
     )
-    assert any(i.startswith(issue) for i in second.issues) == told
+    # With the values it crashed on: the verdict's own evidence is about an output key now.
+    shown = "The input has values of column 'amount' in a.csv (3 of 3 distinct"
+    assert any(i.startswith(issue) and shown in i for i in second.issues) == told
     last_prompt = [c for c in llm.calls if REFINE in c.system][-1].messages[-1].content
     assert (f"issue: {issue}" in last_prompt) == told
 
