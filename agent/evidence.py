@@ -428,9 +428,29 @@ def _column_line(name: Path, column: str, values: list[str]) -> str:
             break
         shown.append(value)
     listed = ", ".join(repr(v) for v in shown)
+    meaning = _yes_no(distinct) if len(shown) == len(distinct) else None
     return (
         f"values of column {column!r} in {name} ({len(shown)} of {len(distinct)} distinct, "
-        f"varied formats first): {listed}"
+        f"varied formats first): {listed}" + (f"; {meaning}" if meaning else "")
+    )
+
+
+_YES, _NO = {"true", "t", "yes", "y", "1", "on"}, {"false", "f", "no", "n", "0", "off"}
+
+
+def _yes_no(distinct: list[str]) -> str | None:
+    """For a column of yes/no answers written more than two ways, which mean yes and which
+    no: a program testing one spelling ('true') counts the others ('Yes', 'y', '1') wrong."""
+    words = {v: v.strip().lower() for v in distinct if v.strip()}
+    if len(words) <= 2 or not set(words.values()) <= _YES | _NO:
+        return None
+    yes = [v for v, w in words.items() if w in _YES]
+    no = [v for v, w in words.items() if w in _NO]
+    if not yes or not no:
+        return None
+    return (
+        f"yes/no written {len(words)} ways: {', '.join(map(repr, yes))} mean yes; "
+        f"{', '.join(map(repr, no))} mean no"
     )
 
 

@@ -79,7 +79,7 @@ def test_a_wrong_value_under_a_key_named_after_a_column_shows_that_column(tmp_pa
         "values of column 'plan' in subs.csv (2 of 2 distinct, varied formats first): "
         "'pro', 'free'\n"
         "values of column 'active' in subs.csv (3 of 3 distinct, varied formats first): "
-        "'y', '0', 'TRUE'"
+        "'y', '0', 'TRUE'; yes/no written 3 ways: 'y', 'TRUE' mean yes; '0' mean no"
     )
     # A crash quoting the same name is not about the output: the raw line, as before.
     assert input_evidence("KeyError: 'active'", ws) == (
@@ -247,7 +247,7 @@ def test_the_profile_shows_what_a_second_look_at_the_data_would(tmp_path: Path) 
         "the header of stock.csv as Python reads it: ['sku;qty']",
         # One word in several cases: comparing strings misses all but one.
         "values of column 'agree' in votes.csv (3 of 3 distinct, varied formats first): "
-        "'Yes', 'no', 'yes'",
+        "'Yes', 'no', 'yes'; yes/no written 3 ways: 'Yes', 'yes' mean yes; 'no' mean no",
     ]
     # Plain names, words, numbers and ISO dates need no second look; JSON lines are not columns.
     (tmp_path / "plain").mkdir()
@@ -257,7 +257,7 @@ def test_the_profile_shows_what_a_second_look_at_the_data_would(tmp_path: Path) 
 
 ACTIVE = (
     "values of column 'active' in a.csv (4 of 4 distinct, varied formats first): "
-    "'yes', '1', 'TRUE', 'no'"
+    "'yes', '1', 'TRUE', 'no'; yes/no written 4 ways: 'yes', '1', 'TRUE' mean yes; 'no' mean no"
 )
 PRICE = (
     "values of column 'price' in a.csv (4 of 4 distinct, varied formats first): "
@@ -307,7 +307,7 @@ def test_a_short_column_is_listed_whole_and_a_long_one_up_to_a_budget(tmp_path: 
     ws = workspace(tmp_path, {"a.csv": "\n".join(rows) + "\n"})
     active = input_evidence("out.json['active']: wrong value", ws, check_failed=True) or ""
     assert active.startswith("values of column 'active' in a.csv (11 of 11 distinct")
-    assert active.endswith(", ".join(repr(f) for f in flags))
+    assert ", ".join(repr(f) for f in flags) + "; yes/no written 11 ways" in active
     # Twenty decimal-comma values: eight show the format; twenty would say nothing more.
     many = "id\tvalue\n" + "".join(f"{i}\t{i},5\n" for i in range(20))
     (tmp_path / "many").mkdir()
@@ -527,3 +527,26 @@ def test_imported_names_every_module_wherever_it_is_imported() -> None:
     assert imported({"s.py": source, "broken.py": "import numpy(", "n.md": "import x"}) == {
         "os", "json", "collections", "pandas"
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("answers", "meaning"),
+    [
+        # The 1.5B's repairs of booleans_01 compared one more spelling each round.
+        (["true", "Yes", "y", "1", "false", "No", "0"],
+         "yes/no written 7 ways: 'true', 'Yes', 'y', '1' mean yes; 'false', 'No', '0' mean no"),
+        (["Y", "n", " N "], "yes/no written 3 ways: 'Y' mean yes; 'n', ' N ' mean no"),
+        (["true", "false"], None),  # two ways: nothing to sort out
+        (["yes", "no", "maybe"], None),  # not all yes/no
+        (["1", "0", "2"], None),
+        (["yes", "y", "YES"], None),  # no "no" at all
+    ],
+)  # fmt: skip
+def test_a_yes_no_column_written_several_ways_says_which_mean_yes(
+    tmp_path: Path, answers: list[str], meaning: str | None
+) -> None:
+    rows = ["id,plan,active"] + [f"{i},pro,{a}" for i, a in enumerate(answers * 2)]
+    ws = workspace(tmp_path, {"s.csv": "\n".join(rows) + "\n"})
+    text = data_evidence("result.json['pro']['active']: wrong value, got 1", ws, check_failed=True)
+    assert text is not None and "values of column 'active' in s.csv" in text
+    assert text.endswith(f"; {meaning}") if meaning else "mean yes" not in text
