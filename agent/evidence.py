@@ -428,11 +428,58 @@ def _column_line(name: Path, column: str, values: list[str]) -> str:
             break
         shown.append(value)
     listed = ", ".join(repr(v) for v in shown)
-    meaning = _yes_no(distinct) if len(shown) == len(distinct) else None
+    meaning = (_yes_no(distinct) if len(shown) == len(distinct) else None) or _as_numbers(
+        list(by_shape.values())
+    )
     return (
         f"values of column {column!r} in {name} ({len(shown)} of {len(distinct)} distinct, "
         f"varied formats first): {listed}" + (f"; {meaning}" if meaning else "")
     )
+
+
+# A number written with a currency sign or code and separators: '$4,332.59', 'GBP 4,294',
+# '3,725 USD', '€ 1.857,99', '-$120', '-18,9'.
+_MONEY = re.compile(
+    r"\s*([-+]?)\s*(?:[$€£¥]|[A-Z]{3}\b)?\s*([-+]?\d[\d.,]*)\s*(?:[$€£¥]|\b[A-Z]{3})?\s*"
+)
+_COMMA_DECIMAL = re.compile(r"[-+]?\d{1,3}(\.\d{3})+,\d+|[-+]?\d+,(\d{1,2}|\d{4,})")
+_POINT_DECIMAL = re.compile(r"[-+]?\d{1,3}(,\d{3})+\.\d+|[-+]?\d+\.(\d{1,2}|\d{4,})")
+MAX_READINGS = 3
+
+
+def _as_numbers(formats: list[str]) -> str | None:
+    """How the numbers of a column Python's float() cannot read are meant, when its values
+    say so without doubt: '$4,332.59' is 4332.59, '1.010,9' is 1010.9. `formats` holds one
+    value of each format. None when float() reads every value, when a value is not a number
+    with at most a currency around it, or when the decimal mark is in doubt ('4,294' alone,
+    or '1,5' beside '1,234.5')."""
+    cores = [m.group(1) + m.group(2) for v in formats if (m := _MONEY.fullmatch(v))]
+    if len(cores) < len(formats) or not cores:
+        return None
+    comma = any(_COMMA_DECIMAL.fullmatch(c) for c in cores)
+    point = any(_POINT_DECIMAL.fullmatch(c) for c in cores)
+    grouped = any("," in c for c in cores) if point else any("." in c for c in cores)
+    plain = all(c.lstrip("+-").isdigit() for c in cores)
+    if (comma and point) or not (comma or point or plain):
+        return None  # the decimal mark is in doubt
+    read = {v: (c.replace(".", "").replace(",", ".") if comma else c.replace(",", ""))
+            for v, c in zip(formats, cores, strict=True)}  # fmt: skip
+    unread = [v for v in formats if not _floats(v)]
+    if not unread or not all(_floats(r) for r in read.values()):
+        return None
+    shown = ", ".join(f"{v!r} is {read[v]}" for v in unread[:MAX_READINGS])
+    marks = "',' marks decimals" if comma else "'.' marks decimals" if point else ""
+    if grouped:
+        marks += f", {'.' if comma else ','!r} groups thousands"
+    return f"as numbers: {shown}" + (f" ({marks})" if marks else "")
+
+
+def _floats(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 _YES, _NO = {"true", "t", "yes", "y", "1", "on"}, {"false", "f", "no", "n", "0", "off"}

@@ -243,7 +243,8 @@ def test_the_profile_shows_what_a_second_look_at_the_data_would(tmp_path: Path) 
         "bytes around position 12 of names.csv: b'name,city\\nIn\\xe9s,K\\xf6ln\\n'",
         "the header of sales.csv as Python reads it: ['\\ufeffregion', 'amount', 'units', 'day']",
         "values of column 'amount' in sales.csv (2 of 2 distinct, varied formats first): "
-        "'$1.50', '$1,200'",
+        "'$1.50', '$1,200'; as numbers: '$1.50' is 1.50, '$1,200' is 1200 ('.' marks decimals, "
+        "',' groups thousands)",
         "the header of stock.csv as Python reads it: ['sku;qty']",
         # One word in several cases: comparing strings misses all but one.
         "values of column 'agree' in votes.csv (3 of 3 distinct, varied formats first): "
@@ -261,7 +262,7 @@ ACTIVE = (
 )
 PRICE = (
     "values of column 'price' in a.csv (4 of 4 distinct, varied formats first): "
-    "'$2', '$3', '$4', '$5'"
+    "'$2', '$3', '$4', '$5'; as numbers: '$2' is 2"
 )
 
 
@@ -550,3 +551,34 @@ def test_a_yes_no_column_written_several_ways_says_which_mean_yes(
     text = data_evidence("result.json['pro']['active']: wrong value, got 1", ws, check_failed=True)
     assert text is not None and "values of column 'active' in s.csv" in text
     assert text.endswith(f"; {meaning}") if meaning else "mean yes" not in text
+
+
+@pytest.mark.parametrize(
+    ("values", "reading"),
+    [
+        (["$860.45", '"$4,332.59"', "-$120"],
+         "as numbers: '$860.45' is 860.45, '$4,332.59' is 4332.59, '-$120' is -120 "
+         "('.' marks decimals, ',' groups thousands)"),
+        (['"1.010,9"', '"742,2"'],
+         "as numbers: '1.010,9' is 1010.9, '742,2' is 742.2 "
+         "(',' marks decimals, '.' groups thousands)"),
+        (['"GBP 4,294"', "£765", '"3,725.50 USD"'],
+         "as numbers: 'GBP 4,294' is 4294, '£765' is 765, '3,725.50 USD' is 3725.50 "
+         "('.' marks decimals, ',' groups thousands)"),
+        (['"18,9"', '"-2,7"'], "as numbers: '18,9' is 18.9, '-2,7' is -2.7 (',' marks decimals)"),
+        # In doubt, or nothing float() cannot read: no reading.
+        (['"4,294"', "12"], None),  # 4294 or 4.294?
+        (['"1,5"', '"1,234.5"'], None),  # two decimal marks
+        (["12.5", "7"], None),
+        (["N/A", "$4"], None),  # not all numbers
+        (["72.5%", "35%"], None),  # a percent is the task's to read
+    ],
+)  # fmt: skip
+def test_numbers_float_cannot_read_are_read_when_their_format_is_certain(
+    tmp_path: Path, values: list[str], reading: str | None
+) -> None:
+    rows = ["id,amount"] + [f"{i},{v}" for i, v in enumerate(values * 3)]
+    ws = workspace(tmp_path, {"a.csv": "\n".join(rows) + "\n"})
+    text = data_evidence("out.json['x']['amount']: wrong value, got 1", ws, check_failed=True)
+    assert text is not None and "values of column 'amount' in a.csv" in text
+    assert text.endswith(f"; {reading}") if reading else "as numbers" not in text

@@ -340,7 +340,8 @@ def test_seed_query_is_the_goal_with_input_heads_and_the_datas_profile_as_surfac
     # The third row shows only in the profile (agent.evidence.input_profile).
     profile = (
         "values of column 'amount' in amounts.csv (3 of 3 distinct, varied formats first): "
-        "'$860.45', '$4,332.59', '$9'"
+        "'$860.45', '$4,332.59', '$9'; as numbers: '$860.45' is 860.45, '$4,332.59' is 4332.59, "
+        "'$9' is 9 ('.' marks decimals, ',' groups thousands)"
     )
     assert seed.stage == "seed"
     assert seed.surface == (amounts, "--- input.txt ---\n6 7", profile)
