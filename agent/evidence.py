@@ -260,9 +260,10 @@ def _repeated_rows(name: Path, rows: list[list[str]]) -> str | None:
 
 # A value carrying a data symbol (a currency sign, '%', ';', '|', a BOM) or a currency code
 # beside a number: what `input_symbols` quotes, one example per symbol.
+_CODES = "(?:USD|EUR|GBP|JPY|CHF|CAD|AUD)"
 _SYMBOL_VALUE = re.compile(
     r"[^\s,\"']{0,12}[\ufeff$€£¥%;|][^\s,\"']{0,12}"
-    r"|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD)\s?\d[\d.,]*|\d[\d.,]*\s?(?:USD|EUR|GBP|JPY|CHF|CAD|AUD)\b"
+    rf"|\b{_CODES}\s?\d[\d.,]*|\d[\d.,]*\s?{_CODES}\b"
 )
 
 
@@ -440,7 +441,7 @@ def _column_line(name: Path, column: str, values: list[str]) -> str:
 # A number written with a currency sign or code and separators: '$4,332.59', 'GBP 4,294',
 # '3,725 USD', '€ 1.857,99', '-$120', '-18,9'.
 _MONEY = re.compile(
-    r"\s*([-+]?)\s*(?:[$€£¥]|[A-Z]{3}\b)?\s*([-+]?\d[\d.,]*)\s*(?:[$€£¥]|\b[A-Z]{3})?\s*"
+    rf"\s*([-+]?)\s*(?:[$€£¥]|{_CODES}(?=[\s\d]))?\s*([-+]?\d[\d.,]*)\s*(?:[$€£¥]|{_CODES})?\s*"
 )
 _COMMA_DECIMAL = re.compile(r"[-+]?\d{1,3}(\.\d{3})+,\d+|[-+]?\d+,(\d{1,2}|\d{4,})")
 _POINT_DECIMAL = re.compile(r"[-+]?\d{1,3}(,\d{3})+\.\d+|[-+]?\d+\.(\d{1,2}|\d{4,})")

@@ -571,6 +571,7 @@ def test_a_yes_no_column_written_several_ways_says_which_mean_yes(
         (['"1,5"', '"1,234.5"'], None),  # two decimal marks
         (["12.5", "7"], None),
         (["N/A", "$4"], None),  # not all numbers
+        (["ACC-2", "ACC-1", "ACC 3"], None),  # an id, not a currency code
         (["72.5%", "35%"], None),  # a percent is the task's to read
     ],
 )  # fmt: skip
