@@ -20,7 +20,11 @@ So both sides are embedded (and BM25-indexed) through `match_text`, one set of g
   unless the message is a bare value ("KeyError: 'qty'" keeps "KeyError": without it
   nothing says what happened; on scripts/bench_recall.py dropping it too emptied the
   recall of 10 more labelled errors);
-- locations anywhere: `name.py:12`, `File "...", line 12, in f`, `line 12`.
+- locations anywhere: `name.py:12`, `File "...", line 12, in f`, `line 12`;
+- the evidence's readings of a column (`agent.evidence`: "; as numbers: '1.010,9' is
+  1010.9 (',' marks decimals, ...)", "; yes/no written 7 ways: ... mean yes; ... mean no"):
+  the values stay, the words every reading repeats go (with them, currency starts
+  recalled the decimal-comma lesson, and HumanEval's "decimal part" goal too).
 
 What stays is the content: the message, its literal values, the input evidence, the failing
 code, the root cause. A text made only of template keeps its original words (an empty text
@@ -36,8 +40,8 @@ import builtins
 import re
 
 # Bump when the rules below (or `memory.dedup.index_text`) change what gets indexed.
-# 1: symptom + root cause as written; 2: through `match_text`.
-INDEX_TEXT_VERSION = 2
+# 1: symptom + root cause as written; 2: through `match_text`; 3: without the readings.
+INDEX_TEXT_VERSION = 3
 
 # Feedback kinds as the agent names them (agent.feedback.FeedbackKind; memory does not import
 # agent, tests/memory/test_matchtext.py keeps the two in step). Symptoms spell them with
@@ -85,6 +89,10 @@ _LINE_NO = re.compile(
     r",?[ \t]*\bline[ \t]+\d+\b(?:,?[ \t]*col(?:umn)?[ \t]+\d+)?(?:[ \t]*\(char[ \t]+\d+\))?",
     re.IGNORECASE,
 )
+_READING = re.compile(
+    r"; as numbers: (?:'[^'\n]*' is [-+]?[\d.]+(?:, )?)+(?: \([^()\n]*\))?"
+    r"|; yes/no written \d+ ways: [^\n]*? mean yes; [^\n]*? mean no"
+)
 _EMPTY_PARENS = re.compile(r"(?<![\w)\]])\([ \t,;]*\)")
 _SPACES = re.compile(r"[ \t]+")
 _QUOTED = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\"""")
@@ -130,6 +138,7 @@ def match_text(text: str) -> str:
     out = _EXC_PREFIX.sub(_drop_exception_prefix, out)
     out = _AT_LOCATION.sub("", out)
     out = _LINE_NO.sub("", out)
+    out = _READING.sub("", out)
     out = _EMPTY_PARENS.sub("", out)
     cleaned = [_SPACES.sub(" ", line).strip() for line in out.splitlines()]
     result = "\n".join(line for line in cleaned if line)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typing
+from pathlib import Path
 
 import pytest
 
@@ -151,3 +152,30 @@ def test_recall_compares_the_matched_query_with_the_matched_document() -> None:
         expected = sum(a * b for a, b in zip(vectors[0], vectors[1], strict=True))
         assert hits[0].similarity == pytest.approx(expected, abs=1e-5)
         assert frame_id not in memory.bm25_scores(query_text, ["demo"])
+
+
+def test_the_evidence_readings_go_and_their_values_stay(tmp_path: Path) -> None:
+    """The readings `agent.evidence` appends repeat the same words on every column of their
+    kind ("marks decimals", "mean yes"): with them, currency task starts recalled the
+    decimal-comma lesson. Written by the agent's own code, so the two stay in step."""
+    from agent.evidence import input_profile
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    rows = ["id,kwh,ok"] + [f'{i},"{v}",{b}' for i, (v, b) in enumerate(
+        [("1.010,9", "y"), ("742,2", "No"), ("2.615,9", "TRUE"), ("7,5", "0")] * 2
+    )]  # fmt: skip
+    (ws / "m.csv").write_text("\n".join(rows) + "\n")
+    profile = input_profile(ws)
+    assert any("as numbers" in line for line in profile)
+    assert any("mean yes" in line for line in profile)
+    for line in profile:
+        text = match_text(f"in the input: {line}")
+        assert text == line.split("; ")[0], text
+    symptom = (
+        f"runtime error ValueError at solution.py:3: could not convert (in the input: {profile[0]})"
+    )
+    assert match_text(symptom).endswith(
+        "(values of column 'kwh' in m.csv (4 of 4 distinct, "
+        "varied formats first): '1.010,9', '742,2', '2.615,9', '7,5')"
+    )
