@@ -125,6 +125,13 @@ def _drop_kind_header(match: re.Match[str]) -> str:
     return "" if name is None or _says_something(rest) else f"{name} "
 
 
+def drop_readings(text: str) -> str:
+    """`text` without the evidence's readings of its columns (the module docstring); a
+    lesson's symptom is written without them (`retrospectives.facts.symptom_of`), so its
+    length goes to the values."""
+    return _READING.sub("", text)
+
+
 def match_text(text: str) -> str:
     """`text` without the structural words lesson symptoms and recall queries share.
 
@@ -138,7 +145,7 @@ def match_text(text: str) -> str:
     out = _EXC_PREFIX.sub(_drop_exception_prefix, out)
     out = _AT_LOCATION.sub("", out)
     out = _LINE_NO.sub("", out)
-    out = _READING.sub("", out)
+    out = drop_readings(out)
     out = _EMPTY_PARENS.sub("", out)
     cleaned = [_SPACES.sub(" ", line).strip() for line in out.splitlines()]
     result = "\n".join(line for line in cleaned if line)
