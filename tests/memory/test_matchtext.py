@@ -172,6 +172,11 @@ def test_the_evidence_readings_go_and_their_values_stay(tmp_path: Path) -> None:
     for line in profile:
         text = match_text(f"in the input: {line}")
         assert text == line.split("; ")[0], text
+    # A lesson's symptom is written without them: its 300 characters go to the values.
+    for line, value, reading in zip(profile, ("'7,5'", "'TRUE'"), ("as numbers", "mean yes"),
+                                    strict=True):  # fmt: skip
+        written = symptom_of(CRASH.model_copy(update={"input_evidence": line}))
+        assert value in written and reading not in written, written
     symptom = (
         f"runtime error ValueError at solution.py:3: could not convert (in the input: {profile[0]})"
     )
