@@ -82,7 +82,7 @@ def input_evidence(
             if (line := finder(name, text, rows, literal, quoted))
         )
         line = next(evidence, None)
-        if line:
+        if line and line not in found:  # two literals of one column: the column once
             found.append(line)
     return "\n".join(found) or None
 

@@ -583,3 +583,13 @@ def test_numbers_float_cannot_read_are_read_when_their_format_is_certain(
     text = data_evidence("out.json['x']['amount']: wrong value, got 1", ws, check_failed=True)
     assert text is not None and "values of column 'amount' in a.csv" in text
     assert text.endswith(f"; {reading}") if reading else "as numbers" not in text
+
+
+def test_two_literals_of_one_column_show_it_once(tmp_path: Path) -> None:
+    # A row the program printed: 'meter' names the column, 'M-300' is one of its cells.
+    ws = workspace(tmp_path, {"m.csv": "meter,kwh\nM-100,3\nM-300,4\n"})
+    text = input_evidence("Skipping row: {'meter': 'M-300'}", ws, check_failed=True)
+    assert text == (
+        "values of column 'meter' in m.csv (2 of 2 distinct, varied formats first): "
+        "'M-100', 'M-300'"
+    )
