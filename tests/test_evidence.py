@@ -531,9 +531,10 @@ def test_imported_names_every_module_wherever_it_is_imported() -> None:
 
 
 @pytest.mark.parametrize(
-    ("answers", "meaning"),
+    ("values", "reading"),
     [
-        # The 1.5B's repairs of booleans_01 compared one more spelling each round.
+        # Yes/no answers: the 1.5B's repairs of booleans_01 compared one more spelling each
+        # round.
         (["true", "Yes", "y", "1", "false", "No", "0"],
          "yes/no written 7 ways: 'true', 'Yes', 'y', '1' mean yes; 'false', 'No', '0' mean no"),
         (["Y", "n", " N "], "yes/no written 3 ways: 'Y' mean yes; 'n', ' N ' mean no"),
@@ -541,21 +542,7 @@ def test_imported_names_every_module_wherever_it_is_imported() -> None:
         (["yes", "no", "maybe"], None),  # not all yes/no
         (["1", "0", "2"], None),
         (["yes", "y", "YES"], None),  # no "no" at all
-    ],
-)  # fmt: skip
-def test_a_yes_no_column_written_several_ways_says_which_mean_yes(
-    tmp_path: Path, answers: list[str], meaning: str | None
-) -> None:
-    rows = ["id,plan,active"] + [f"{i},pro,{a}" for i, a in enumerate(answers * 2)]
-    ws = workspace(tmp_path, {"s.csv": "\n".join(rows) + "\n"})
-    text = data_evidence("result.json['pro']['active']: wrong value, got 1", ws, check_failed=True)
-    assert text is not None and "values of column 'active' in s.csv" in text
-    assert text.endswith(f"; {meaning}") if meaning else "mean yes" not in text
-
-
-@pytest.mark.parametrize(
-    ("values", "reading"),
-    [
+        # Numbers float() cannot read.
         (["$860.45", '"$4,332.59"', "-$120"],
          "as numbers: '$860.45' is 860.45, '$4,332.59' is 4332.59, '-$120' is -120 "
          "('.' marks decimals, ',' groups thousands)"),
@@ -575,14 +562,17 @@ def test_a_yes_no_column_written_several_ways_says_which_mean_yes(
         (["72.5%", "35%"], None),  # a percent is the task's to read
     ],
 )  # fmt: skip
-def test_numbers_float_cannot_read_are_read_when_their_format_is_certain(
+def test_a_column_is_read_where_its_values_leave_no_doubt(
     tmp_path: Path, values: list[str], reading: str | None
 ) -> None:
-    rows = ["id,amount"] + [f"{i},{v}" for i, v in enumerate(values * 3)]
-    ws = workspace(tmp_path, {"a.csv": "\n".join(rows) + "\n"})
-    text = data_evidence("out.json['x']['amount']: wrong value, got 1", ws, check_failed=True)
-    assert text is not None and "values of column 'amount' in a.csv" in text
-    assert text.endswith(f"; {reading}") if reading else "as numbers" not in text
+    rows = ["id,plan,active"] + [f"{i},pro,{v}" for i, v in enumerate(values * 3)]
+    ws = workspace(tmp_path, {"s.csv": "\n".join(rows) + "\n"})
+    text = data_evidence("result.json['pro']['active']: wrong value, got 1", ws, check_failed=True)
+    assert text is not None and "values of column 'active' in s.csv" in text
+    if reading:
+        assert text.endswith(f"; {reading}")
+    else:
+        assert "mean yes" not in text and "as numbers" not in text
 
 
 def test_two_literals_of_one_column_show_it_once(tmp_path: Path) -> None:
