@@ -451,9 +451,10 @@ MAX_READINGS = 3
 def _as_numbers(formats: list[str]) -> str | None:
     """How the numbers of a column Python's float() cannot read are meant, when its values
     say so without doubt: '$4,332.59' is 4332.59, '1.010,9' is 1010.9. `formats` holds one
-    value of each format. None when float() reads every value, when a value is not a number
-    with at most a currency around it, or when the decimal mark is in doubt ('4,294' alone,
-    or '1,5' beside '1,234.5')."""
+    value of each format; blank cells say nothing. None when float() reads every value, when
+    a value is not a number with at most a currency around it, or when the decimal mark is
+    in doubt ('4,294' alone, or '1,5' beside '1,234.5')."""
+    formats = [v for v in formats if v.strip()]
     cores = [m.group(1) + m.group(2) for v in formats if (m := _MONEY.fullmatch(v))]
     if len(cores) < len(formats) or not cores:
         return None

@@ -553,6 +553,7 @@ def test_imported_names_every_module_wherever_it_is_imported() -> None:
          "as numbers: 'GBP 4,294' is 4294, '£765' is 765, '3,725.50 USD' is 3725.50 "
          "('.' marks decimals, ',' groups thousands)"),
         (['"18,9"', '"-2,7"'], "as numbers: '18,9' is 18.9, '-2,7' is -2.7 (',' marks decimals)"),
+        (['"18,9"', ""], "as numbers: '18,9' is 18.9 (',' marks decimals)"),  # a blank cell
         # In doubt, or nothing float() cannot read: no reading.
         (['"4,294"', "12"], None),  # 4294 or 4.294?
         (['"1,5"', '"1,234.5"'], None),  # two decimal marks
