@@ -17,7 +17,7 @@ from agent.errors import StructuredOutputError
 from agent.evidence import crashed_on_data, data_evidence
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
-from agent.rules import bom_writes, catches, imported, rule_check
+from agent.rules import bom_writes, catches, imported, own_modules, rule_check
 from agent.sandbox import Sandbox
 from agent.task import Task
 
@@ -105,11 +105,15 @@ class Checks:
         check's verdict then said nothing of the import (booleans_02, rounds 2 and 3)."""
         name = missing_module(verdict.error_type, verdict.key_message)
         if name is not None:
-            self.missing.add(name.split(".")[0])
+            self.missing.add(name)
             return verdict
         if verdict.passed:
             return verdict
-        still = sorted(self.missing & imported(candidate.files))
+        names, own = imported(candidate.files), own_modules(candidate.files)
+        still = sorted(
+            m for m in self.missing - own
+            if any(n == m or n.startswith(f"{m}.") for n in names)
+        )  # fmt: skip
         told = [i for i in map(missing_module_issue, still) if i not in verdict.issues]
         return verdict.model_copy(update={"issues": (*verdict.issues, *told)}) if told else verdict
 
@@ -142,7 +146,8 @@ class Checks:
         return critique_feedback(completion.parsed), completion.usage
 
 
-_BOM_WORDS = re.compile(r"\bBOM\b|\ufeff|\\ufeff|byte order mark", re.IGNORECASE)
+# "BOM" in capitals only: a 'bom' key is a bill of materials.
+_BOM_WORDS = re.compile(r"(?-i:\bBOM\b)|\ufeff|\\ufeff|byte order mark", re.IGNORECASE)
 
 
 def _against_bom_write(candidate: Candidate, verdict: Feedback) -> Feedback:

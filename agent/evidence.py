@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
+from agent.readings import CODES, as_numbers, yes_no
+
 # A Python repr of a string inside an error message: '...' or "..." with escapes.
 _QUOTED = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\"""")
 _DECODE = re.compile(r"can't decode byte (0x[0-9a-f]{2}) in position (\d+)")
@@ -260,10 +262,9 @@ def _repeated_rows(name: Path, rows: list[list[str]]) -> str | None:
 
 # A value carrying a data symbol (a currency sign, '%', ';', '|', a BOM) or a currency code
 # beside a number: what `input_symbols` quotes, one example per symbol.
-_CODES = "(?:USD|EUR|GBP|JPY|CHF|CAD|AUD)"
 _SYMBOL_VALUE = re.compile(
     r"[^\s,\"']{0,12}[\ufeff$€£¥%;|][^\s,\"']{0,12}"
-    rf"|\b{_CODES}\s?\d[\d.,]*|\d[\d.,]*\s?{_CODES}\b"
+    rf"|\b{CODES}\s?\d[\d.,]*|\d[\d.,]*\s?{CODES}\b"
 )
 
 
@@ -405,15 +406,15 @@ def _loosely(name: str) -> str:
     return name.strip().lstrip("\ufeff").strip().lower()
 
 
+_DIGITS, _LETTERS = re.compile(r"\d+"), re.compile(r"[^\W\d_]+")
+
+
 def _shape(value: str) -> str:
     """Digits become 9 and letters a, runs collapsed: '$4,332.59' -> '$9,9.9'.
 
     Spaces and the currency sign stay: ' $99.65 ' and '€99.65' are other formats to show the
     refiner. `memory.lexical.shape` is the coarser form recall matches across tasks."""
     return _LETTERS.sub("a", _DIGITS.sub("9", value))
-
-
-_DIGITS, _LETTERS = re.compile(r"\d+"), re.compile(r"[^\W\d_]+")
 
 
 def _column_line(name: Path, column: str, values: list[str]) -> str:
@@ -429,77 +430,12 @@ def _column_line(name: Path, column: str, values: list[str]) -> str:
             break
         shown.append(value)
     listed = ", ".join(repr(v) for v in shown)
-    meaning = (_yes_no(distinct) if len(shown) == len(distinct) else None) or _as_numbers(
-        list(by_shape.values())
-    )
+    # Yes/no answers are sorted only when all of them are listed.
+    whole = len(shown) == len(distinct)
+    meaning = (yes_no(distinct) if whole else None) or as_numbers(distinct, list(by_shape.values()))
     return (
         f"values of column {column!r} in {name} ({len(shown)} of {len(distinct)} distinct, "
         f"varied formats first): {listed}" + (f"; {meaning}" if meaning else "")
-    )
-
-
-# A number written with a currency sign or code and separators: '$4,332.59', 'GBP 4,294',
-# '3,725 USD', '€ 1.857,99', '-$120', '-18,9'.
-_MONEY = re.compile(
-    rf"\s*([-+]?)\s*(?:[$€£¥]|{_CODES}(?=[\s\d]))?\s*([-+]?\d[\d.,]*)\s*(?:[$€£¥]|{_CODES})?\s*"
-)
-_COMMA_DECIMAL = re.compile(r"[-+]?\d{1,3}(\.\d{3})+,\d+|[-+]?\d+,(\d{1,2}|\d{4,})")
-_POINT_DECIMAL = re.compile(r"[-+]?\d{1,3}(,\d{3})+\.\d+|[-+]?\d+\.(\d{1,2}|\d{4,})")
-MAX_READINGS = 3
-
-
-def _as_numbers(formats: list[str]) -> str | None:
-    """How the numbers of a column Python's float() cannot read are meant, when its values
-    say so without doubt: '$4,332.59' is 4332.59, '1.010,9' is 1010.9. `formats` holds one
-    value of each format; blank cells say nothing. None when float() reads every value, when
-    a value is not a number with at most a currency around it, or when the decimal mark is
-    in doubt ('4,294' alone, or '1,5' beside '1,234.5')."""
-    formats = [v for v in formats if v.strip()]
-    cores = [m.group(1) + m.group(2) for v in formats if (m := _MONEY.fullmatch(v))]
-    if len(cores) < len(formats) or not cores:
-        return None
-    comma = any(_COMMA_DECIMAL.fullmatch(c) for c in cores)
-    point = any(_POINT_DECIMAL.fullmatch(c) for c in cores)
-    grouped = any("," in c for c in cores) if point else any("." in c for c in cores)
-    plain = all(c.lstrip("+-").isdigit() for c in cores)
-    if (comma and point) or not (comma or point or plain):
-        return None  # the decimal mark is in doubt
-    read = {v: (c.replace(".", "").replace(",", ".") if comma else c.replace(",", ""))
-            for v, c in zip(formats, cores, strict=True)}  # fmt: skip
-    unread = [v for v in formats if not _floats(v)]
-    if not unread or not all(_floats(r) for r in read.values()):
-        return None
-    shown = ", ".join(f"{v!r} is {read[v]}" for v in unread[:MAX_READINGS])
-    marks = "',' marks decimals" if comma else "'.' marks decimals" if point else ""
-    if grouped:
-        marks += f", {'.' if comma else ','!r} groups thousands"
-    return f"as numbers: {shown}" + (f" ({marks})" if marks else "")
-
-
-def _floats(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-_YES, _NO = {"true", "t", "yes", "y", "1", "on"}, {"false", "f", "no", "n", "0", "off"}
-
-
-def _yes_no(distinct: list[str]) -> str | None:
-    """For a column of yes/no answers written more than two ways, which mean yes and which
-    no: a program testing one spelling ('true') counts the others ('Yes', 'y', '1') wrong."""
-    words = {v: v.strip().lower() for v in distinct if v.strip()}
-    if len(words) <= 2 or not set(words.values()) <= _YES | _NO:
-        return None
-    yes = [v for v, w in words.items() if w in _YES]
-    no = [v for v, w in words.items() if w in _NO]
-    if not yes or not no:
-        return None
-    return (
-        f"yes/no written {len(words)} ways: {', '.join(map(repr, yes))} mean yes; "
-        f"{', '.join(map(repr, no))} mean no"
     )
 
 

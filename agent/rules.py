@@ -112,16 +112,26 @@ def _names(caught: ast.expr | None) -> set[str]:
 
 
 def imported(files: Mapping[str, str]) -> set[str]:
-    """The top-level names of the modules the Python files import, wherever the import is
-    (in a function, under try). Unparsable files say nothing."""
+    """The modules the Python files import, wherever the import is (in a function, under
+    try), by their full dotted names: `import a.b` gives 'a.b', `from a.b import c` gives
+    'a.b' and 'a.b.c' (c may be a module). Relative imports and unparsable files are left
+    out."""
     names: set[str] = set()
     for _, tree in _trees(files):
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                names.update(alias.name.split(".")[0] for alias in node.names)
+                names.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names.add(node.module.split(".")[0])
+                names.add(node.module)
+                names.update(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
     return names
+
+
+def own_modules(files: Mapping[str, str]) -> set[str]:
+    """The modules the files themselves make (helpers.py -> 'helpers', pkg/__init__.py ->
+    'pkg')."""
+    dotted = (name.removesuffix(".py").replace("/", ".") for name in files if name.endswith(".py"))
+    return {name.removesuffix(".__init__") for name in dotted}
 
 
 def _trees(files: Mapping[str, str]) -> Iterator[tuple[str, ast.Module]]:

@@ -21,7 +21,7 @@ So both sides are embedded (and BM25-indexed) through `match_text`, one set of g
   nothing says what happened; on scripts/bench_recall.py dropping it too emptied the
   recall of 10 more labelled errors);
 - locations anywhere: `name.py:12`, `File "...", line 12, in f`, `line 12`;
-- the evidence's readings of a column (`agent.evidence`: "; as numbers: '1.010,9' is
+- the evidence's readings of a column (`agent.readings`: "; as numbers: '1.010,9' is
   1010.9 (',' marks decimals, ...)", "; yes/no written 7 ways: ... mean yes; ... mean no"):
   the values stay, the words every reading repeats go (with them, currency starts
   recalled the decimal-comma lesson, and HumanEval's "decimal part" goal too).

@@ -239,11 +239,13 @@ def symptom_of(feedback: Feedback, *, limit: int = 300) -> str:
     if detail:
         text += f": {detail}"
     if feedback.input_evidence:
-        text += f" (in the input: {drop_readings(feedback.input_evidence)})"
+        text += f" (in the input: {feedback.input_evidence})"
     elif feedback.failing_example:
         text += f" (failing example: {feedback.failing_example})"
     # Redact before clipping: a secret cut in half no longer matches the redaction patterns.
-    return _clip(redact(" ".join(text.split())), limit)
+    # Without the evidence's readings (in the evidence and in an issue quoting it): their
+    # length goes to the values, and no half reading is left by the clip.
+    return _clip(redact(" ".join(drop_readings(text).split())), limit)
 
 
 def excerpt_of(feedback: Feedback, rounds: Sequence[int], *, limit: int = 300) -> str:

@@ -177,6 +177,16 @@ def test_the_evidence_readings_go_and_their_values_stay(tmp_path: Path) -> None:
                                     strict=True):  # fmt: skip
         written = symptom_of(CRASH.model_copy(update={"input_evidence": line}))
         assert value in written and reading not in written, written
+        # Also when an issue quotes the line (the caught-crash issue) and makes the detail.
+        quoted = CRASH.model_copy(
+            update={
+                "key_message": None,
+                "input_evidence": None,
+                "issues": (f"skipped values. The input has {line}",),
+            }
+        )
+        written = symptom_of(quoted)
+        assert value in written and reading not in written, written
     symptom = (
         f"runtime error ValueError at solution.py:3: could not convert (in the input: {profile[0]})"
     )
