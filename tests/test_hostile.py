@@ -74,7 +74,16 @@ def test_leftovers_are_ours_not_another_processs_sandbox() -> None:
         )
         time.sleep(0.5)
         assert sandbox_user_processes() == 1
+        # An orphan (its parent gone, as an escapee's would be) counts too.
+        subprocess.run(
+            ["bash", "-c", "setsid setpriv --reuid=nobody --regid=nogroup --clear-groups "
+             "sleep 30 >/dev/null 2>&1 &"],
+            check=True,
+        )  # fmt: skip
+        time.sleep(0.5)
+        assert sandbox_user_processes() == 2
     finally:
+        subprocess.run(["pkill", "-u", "nobody", "-f", "^sleep 30$"], check=False)
         for proc in (ours, foreign):
             if proc is not None:
                 proc.kill()
