@@ -18,7 +18,13 @@ import pytest
 from agent.container import Limits
 from agent.sandbox import Sandbox
 from agent.task import Task, load_task
-from scripts.bench_hostile import HOSTILE, TASK_DIR, run_case, sandbox_user_processes
+from scripts.bench_hostile import (
+    HOSTILE,
+    TASK_DIR,
+    _process_table,
+    run_case,
+    sandbox_user_processes,
+)
 
 
 @pytest.fixture(scope="module")
@@ -92,14 +98,4 @@ def test_leftovers_are_ours_not_another_processs_sandbox() -> None:
 
 def _nobody_processes() -> int:
     uid = pwd.getpwnam("nobody").pw_uid
-    return sum(
-        1 for entry in Path("/proc").iterdir()
-        if entry.name.isdigit() and _owner(entry) == uid
-    )  # fmt: skip
-
-
-def _owner(entry: Path) -> int | None:
-    try:
-        return entry.stat().st_uid
-    except OSError:
-        return None
+    return sum(1 for owner, _, _ in _process_table().values() if owner == uid)
