@@ -29,9 +29,9 @@ from agent.result import RunResult
 from memory.redact import redact
 from memory.types import Evidence, LessonDraft
 from retrospectives import prompts
+from retrospectives.change import diff_summary
 from retrospectives.facts import (
     FailureStep,
-    diff_summary,
     excerpt_of,
     failure_steps,
     lesson_error_type,

@@ -8,7 +8,6 @@ refiner's own "Root cause:"/"Fix:" lines. The model only adds interpretation on 
 
 from __future__ import annotations
 
-import ast
 import difflib
 import re
 from collections.abc import Sequence
@@ -141,78 +140,6 @@ def candidate_diff(before: Candidate, after: Candidate, max_lines: int = 40) -> 
         cut = len(lines) - max_lines
         lines = [*lines[:max_lines], f"... ({cut} more diff lines)"]
     return "\n".join(line[:200] for line in lines)
-
-
-def diff_summary(diff: str, *, limit: int = 300) -> str:
-    """A one-line account of a diff: "replace `a` with `b`", "add `c`"; "" for no change.
-
-    Comments, docstrings, bare string lines and bare block keywords (`try:`, `else:`) are
-    skipped: the code lines that remain are the change itself. Lines are kept whole, in
-    order, as many as fit in `limit` (the removed side gets about a third of it), and a
-    side that had more says how many lines it left out; a lesson that shows half a statement
-    teaches the model to copy half a statement.
-    """
-    removed, added = _code_lines(diff, "-"), _code_lines(diff, "+")
-    if not removed and not added:
-        return ""
-    # The removed side gets a third of the room, or its first line whole up to half of it.
-    share = min(max(limit // 3, len(removed[0]) + 2), limit // 2) if removed else 0
-    old = _whole_lines(removed, share if added else limit)
-    new = _whole_lines(added, limit - len(old) - len("replace  with "))
-    if removed and added:
-        return f"replace {old} with {new}"
-    return f"add {new}" if added else f"remove {old}"
-
-
-def _code_lines(diff: str, sign: str) -> list[str]:
-    """The code lines on one side of `diff`, redacted: they may be cut to fit, and a secret
-    cut in half no longer matches the redaction patterns."""
-    lines = (ln[1:].strip() for ln in diff.splitlines() if _is_change(ln, sign))
-    return [redact(ln) for ln in lines if _is_code(ln)]
-
-
-def _whole_lines(lines: Sequence[str], budget: int) -> str:
-    """`a`; `b` for as many of `lines` as fit in `budget`, then "(+N lines)"; at least one."""
-    shown: list[str] = []
-    used = 0
-    for line in lines:
-        piece = f"`{line}`"
-        if shown and used + len(piece) + 2 > budget - len("; (+99 lines)"):
-            break
-        if len(piece) > budget:  # one line longer than the whole budget: the first, cut
-            piece = f"`{line[: max(budget - 5, 20)]}...`"
-        shown.append(piece)
-        used += len(shown[-1]) + 2
-    rest = len(lines) - len(shown)
-    return "; ".join(shown) + (f"; (+{rest} lines)" if rest else "")
-
-
-_BARE_KEYWORDS = frozenset({"try:", "else:", "finally:", "except:", "pass"})
-
-
-def _is_code(line: str) -> bool:
-    """Not blank, a comment, or a line that is nothing but a string (a docstring's).
-
-    A dict entry such as `"total": sum(...),` starts with a string and is code.
-    """
-    if not line or line.startswith("#") or line.startswith(('"""', "'''")):
-        return False
-    if line in _BARE_KEYWORDS:
-        return False
-    try:
-        tree = ast.parse(line)
-    except SyntaxError:
-        return True  # a fragment of a statement: code
-    only = tree.body[0] if len(tree.body) == 1 else None
-    return not (
-        isinstance(only, ast.Expr)
-        and isinstance(only.value, ast.Constant)
-        and isinstance(only.value.value, str | bytes)
-    )
-
-
-def _is_change(line: str, sign: str) -> bool:
-    return line.startswith(sign) and not line.startswith(sign * 3)
 
 
 def stated_cause(reply: str) -> str | None:

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from agent.result import RunResult
-from retrospectives.facts import FailureStep, diff_summary
+from retrospectives.change import diff_summary
+from retrospectives.facts import FailureStep
 
 
 class FailureCost(BaseModel):

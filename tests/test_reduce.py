@@ -15,7 +15,8 @@ from agent.loop import LoopEvent, ReflectiveAgent
 from agent.reduce import reduce_change
 from agent.sandbox import Sandbox
 from memory.types import NullRecall
-from retrospectives.facts import diff_summary, failure_steps
+from retrospectives.change import diff_summary
+from retrospectives.facts import failure_steps
 from tests.helpers import GEN, ONE_DRAW, REFINE, code, fix, make_task
 
 BEFORE = """import csv

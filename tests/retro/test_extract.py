@@ -231,7 +231,7 @@ def test_a_change_in_comments_only_verifies_nothing() -> None:
 
 
 def test_verified_change_keeps_code_that_starts_with_a_string() -> None:
-    from retrospectives.facts import diff_summary
+    from retrospectives.change import diff_summary
 
     diff = (
         '-    "total": sum(float(r["amount"]) for r in rows),\n'
@@ -246,7 +246,7 @@ def test_verified_change_keeps_code_that_starts_with_a_string() -> None:
 
 
 def test_verified_change_shows_whole_lines_and_counts_the_rest() -> None:
-    from retrospectives.facts import diff_summary
+    from retrospectives.change import diff_summary
 
     added = [
         'with open(path, "rb") as f:',
@@ -272,7 +272,7 @@ def test_verified_change_shows_whole_lines_and_counts_the_rest() -> None:
 
 
 def test_a_secret_in_a_line_cut_to_fit_is_redacted_before_the_cut() -> None:
-    from retrospectives.facts import diff_summary
+    from retrospectives.change import diff_summary
 
     token = (
         "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJXNjROcDJBa3RVIiwicm9sZSI6ImFkbWluIn0"
@@ -346,3 +346,61 @@ def test_the_symptom_says_where_the_value_sits_in_the_input_rather_than_the_code
     assert "'$1,200.50'" in symptom_of(seen)
     assert "total += float" not in symptom_of(seen)
     assert "total += float" in symptom_of(crashed)
+
+
+def test_a_rewritten_function_shows_the_line_that_did_the_work() -> None:
+    from retrospectives.change import diff_summary
+
+    # A refiner rewrote the whole function: new names, a new loop, and one real change.
+    removed = [
+        "def load_rates(path):",
+        "table = {}",
+        "with open(path, newline='') as handle:",
+        "for record in csv.DictReader(handle):",
+        "code = record['code']",
+        "table[code] = float(record['rate'])",
+        "return table",
+    ]
+    added = [
+        "def read_rate_table(filename):",
+        "rates = {}",
+        "with open(filename) as fh:",
+        "rows = list(csv.DictReader(fh))",
+        "for row in rows:",
+        "key = row['code']",
+        "rates[key] = float(row['rate'].rstrip('%')) / 100",
+        "return rates",
+    ]
+    diff = "".join(f"-    {ln}\n" for ln in removed) + "".join(f"+    {ln}\n" for ln in added)
+    text = diff_summary(diff, limit=200)
+    assert "(+" in text  # it does not all fit
+    assert "`rates[key] = float(row['rate'].rstrip('%')) / 100`" in text
+    assert "def read_rate_table" not in text  # a renamed signature tells nothing
+    shown = text.count("`") // 2
+    counted = sum(int(n) for n in re.findall(r"\(\+(\d+) lines\)", text))
+    assert shown + counted == len(removed) + len(added)
+
+
+def test_a_comment_edit_is_no_change_and_a_moved_line_is_one() -> None:
+    from retrospectives.change import diff_summary
+
+    diff = (
+        "-total = float(row['net'].replace(',', ''))  # drop the separator\n"
+        "-tax = float(row['tax'])\n"
+        "+total = float(row['net'].replace(',', ''))  # drop separators\n"
+        "+tax = float(row['tax'].replace(',', ''))  # drop separators\n"
+    )
+    assert diff_summary(diff) == (
+        "replace `tax = float(row['tax'])` with `tax = float(row['tax'].replace(',', ''))`"
+    )
+    assert diff_summary("-x = 1  # one\n+x = 1  # uno\n") == ""
+    moved = "-        total += amount\n+    total += amount\n"
+    assert diff_summary(moved) == "replace `total += amount` with `total += amount`"
+
+
+def test_marks_ignore_names_and_quote_style() -> None:
+    from retrospectives.change import _marks
+
+    assert _marks("json.dump(report, out, indent=2)") == {".dump", "dump(indent=", "2"}
+    assert _marks("x = open(p, 'r')") == _marks('data = open(name, "r")')
+    assert _marks("s = '#' + t  # hash") == {"'#'", "+"}

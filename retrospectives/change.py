@@ -1,0 +1,221 @@
+"""A verified code change told in one line: "replace `a` with `b`", for a lesson's fix.
+
+A small change is shown whole, line by line, in order. A rewrite does not fit: when the
+refiner rewrote a whole function, its first lines are a renamed signature and a reshuffled
+loop, and the line that did the work (`float(v.replace(',', '.'))`) would hide in a
+"(+15 lines)". So when not every line fits, each side shows first the lines that bring
+what the other side lacks: a called function, an attribute, a keyword given to a call, a
+literal, an operator, a keyword. Plain names do not count (a rename changes nothing), and
+a line whose only change is its comment is no change at all.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import keyword
+import tokenize
+from collections.abc import Sequence
+
+from memory.redact import redact
+
+_BARE_KEYWORDS = frozenset({"try:", "else:", "finally:", "except:", "pass"})
+# Operators nearly every line has: they tell nothing about what changed.
+_STRUCTURE = frozenset({",", ":", ".", ";", "=", "->", "@"})
+_OPEN, _CLOSE = "([{", ")]}"
+_MORE = "; (+99 lines)"
+
+
+def diff_summary(diff: str, *, limit: int = 300) -> str:
+    """A one-line account of a diff: "replace `a` with `b`", "add `c`"; "" for no change.
+
+    Comments, docstrings, bare string lines and bare block keywords (`try:`, `else:`) are
+    skipped: the code lines that remain are the change itself. Lines are kept whole, as
+    many as fit in `limit` (the removed side gets about a third of it), and a side that had
+    more says how many lines it left out; a lesson that shows half a statement teaches the
+    model to copy half a statement. Shown lines keep their order in the diff.
+    """
+    removed, added = _without_comment_edits(_code_lines(diff, "-"), _code_lines(diff, "+"))
+    if not removed and not added:
+        return ""
+    context = [_code(ln[1:].strip()) for ln in diff.splitlines() if ln.startswith(" ")]
+    old_marks = _all_marks([*removed, *context])
+    new_marks = _all_marks([*added, *context])
+    # The removed side gets a third of the room, or its telling line whole up to half of it.
+    first = len(_telling(removed, new_marks)) + 2 if removed else 0
+    share = min(max(limit // 3, first), limit // 2) if removed else 0
+    old = _whole_lines(removed, new_marks, share if added else limit)
+    new = _whole_lines(added, old_marks, limit - len(old) - len("replace  with "))
+    if removed and added:
+        return f"replace {old} with {new}"
+    return f"add {new}" if added else f"remove {old}"
+
+
+def _code_lines(diff: str, sign: str) -> list[tuple[str, str]]:
+    """The code lines on one side of `diff`: each as written and without its trailing
+    comment. Both are redacted: a line may be cut to fit, and a secret cut in half no
+    longer matches the redaction patterns."""
+    lines = (ln[1:].strip() for ln in diff.splitlines() if _is_change(ln, sign))
+    return [(redact(ln), redact(_code(ln))) for ln in lines if _is_code(ln)]
+
+
+def _without_comment_edits(
+    removed: list[tuple[str, str]], added: list[tuple[str, str]]
+) -> tuple[list[str], list[str]]:
+    """Both sides' code, without the pairs that differ only in a comment. A line removed and
+    added exactly as it was stays: it moved, and a move can be the fix (a sum taken out of
+    its loop)."""
+    new = list(added)
+    old: list[str] = []
+    for raw, code in removed:
+        edit = next((j for j, (r, c) in enumerate(new) if c == code and r != raw), None)
+        if edit is None:
+            old.append(code)
+        else:
+            del new[edit]
+    return old, [code for _, code in new]
+
+
+def _whole_lines(lines: Sequence[str], other: set[str], budget: int) -> str:
+    """`a`; `b` for as many of `lines` as fit in `budget`, then "(+N lines)"; at least one.
+
+    When not all fit, lines are taken by what they bring that `other` and the lines already
+    taken lack (a greedy cover, `_weight`); a line that brings nothing new is only
+    counted (the first line stands in when none brings anything). Shown in their order.
+    """
+    if not lines:
+        return ""
+    pieces = [f"`{line}`" for line in lines]
+    if sum(len(p) + 2 for p in pieces) - 2 <= budget:
+        return "; ".join(pieces)
+    marks = [_marks(line) for line in lines]
+    seen = set(other)
+    chosen: list[int] = []
+    used = 0
+    left = list(range(len(lines)))
+    while left:
+        gain = {i: sum(map(_weight, marks[i] - seen)) for i in left}
+        i = max(left, key=lambda j: (gain[j], -j))
+        left.remove(i)
+        if chosen and (not gain[i] or used + len(pieces[i]) + 2 > budget - len(_MORE)):
+            continue
+        if len(pieces[i]) > budget:  # one line longer than the whole budget: the first, cut
+            pieces[i] = f"`{lines[i][: max(budget - 5, 20)]}...`"
+        chosen.append(i)
+        used += len(pieces[i]) + 2
+        seen |= marks[i]
+    rest = len(lines) - len(chosen)
+    return "; ".join(pieces[i] for i in sorted(chosen)) + (f"; (+{rest} lines)" if rest else "")
+
+
+def _telling(lines: Sequence[str], other: set[str]) -> str:
+    """The line of `lines` that brings most of what `other` lacks (the first of equals)."""
+    return max(lines, key=lambda line: len(_marks(line) - other))
+
+
+def _all_marks(lines: Sequence[str]) -> set[str]:
+    return set().union(*(_marks(line) for line in lines)) if lines else set()
+
+
+def _weight(mark: str) -> int:
+    """How much a mark tells: a literal most (the data's own '$', ',', 'utf-8-sig' are what
+    a trap is about), then a call, attribute or keyword argument, then an operator/keyword."""
+    if mark[0] in "'\"" or mark[:2] in ("b'", 'b"'):
+        return 3
+    return 2 if mark[0] == "." or mark[-1] in "(=" else 1
+
+
+def _marks(line: str) -> set[str]:
+    """What a line does, as comparable marks: `float(`, `.replace`, `dump(indent=`, `','`,
+    `+=`, `not`. Names the program chose itself (variables, parameters) are left out."""
+    toks = [
+        t
+        for t in _tokens(line)
+        if t.type in (tokenize.NAME, tokenize.OP, tokenize.STRING, tokenize.NUMBER)
+    ]
+    marks: set[str] = set()
+    callees: list[str] = []  # the function each open bracket belongs to ('' for none)
+    for i, tok in enumerate(toks):
+        prev = toks[i - 1] if i else None
+        after = toks[i + 1].string if i + 1 < len(toks) else ""
+        called = (
+            tok.string == "("
+            and prev is not None
+            and prev.type == tokenize.NAME
+            and (i < 2 or toks[i - 2].string not in ("def", "class"))  # a definition's name
+        )
+        if tok.type == tokenize.OP and tok.string in _OPEN:
+            callees.append(prev.string if called and prev is not None else "")
+            method = i >= 2 and toks[i - 2].string == "."  # `.replace` says it already
+            if called and prev is not None and not keyword.iskeyword(prev.string) and not method:
+                marks.add(prev.string + "(")
+        elif tok.type == tokenize.OP and tok.string in _CLOSE:
+            if callees:
+                callees.pop()
+        elif tok.type == tokenize.OP:
+            if tok.string not in _STRUCTURE:
+                marks.add(tok.string)
+        elif tok.type in (tokenize.STRING, tokenize.NUMBER):
+            marks.add(_literal(tok.string))
+        elif keyword.iskeyword(tok.string):
+            marks.add(tok.string)
+        elif prev is not None and prev.string == ".":
+            marks.add("." + tok.string)
+        elif after == "=" and callees and callees[-1]:
+            marks.add(f"{callees[-1]}({tok.string}=")
+    return marks
+
+
+def _literal(text: str) -> str:
+    """A literal in one spelling: 'r' and "r" are the same string."""
+    try:
+        return repr(ast.literal_eval(text))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text  # an f-string, or a string cut off mid-line
+
+
+def _tokens(line: str) -> list[tokenize.TokenInfo]:
+    """The tokens of one line, as far as it tokenizes: a diff line is often a fragment
+    (an open bracket, half a triple-quoted string)."""
+    out: list[tokenize.TokenInfo] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(line).readline):
+            out.append(tok)
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return out
+
+
+def _code(line: str) -> str:
+    """`line` without a trailing comment ('#' inside a string is not one)."""
+    if "#" not in line:
+        return line
+    for tok in _tokens(line):
+        if tok.type == tokenize.COMMENT:
+            return line[: tok.start[1]].rstrip()
+    return line
+
+
+def _is_code(line: str) -> bool:
+    """Not blank, a comment, or a line that is nothing but a string (a docstring's).
+
+    A dict entry such as `"total": sum(...),` starts with a string and is code.
+    """
+    if not line or line.startswith("#") or line.startswith(('"""', "'''")):
+        return False
+    if line in _BARE_KEYWORDS:
+        return False
+    try:
+        tree = ast.parse(line)
+    except SyntaxError:
+        return True  # a fragment of a statement: code
+    only = tree.body[0] if len(tree.body) == 1 else None
+    return not (
+        isinstance(only, ast.Expr)
+        and isinstance(only.value, ast.Constant)
+        and isinstance(only.value.value, str | bytes)
+    )
+
+
+def _is_change(line: str, sign: str) -> bool:
+    return line.startswith(sign) and not line.startswith(sign * 3)
