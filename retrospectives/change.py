@@ -27,13 +27,15 @@ _MORE = "; (+99 lines)"
 
 
 def diff_summary(diff: str, *, limit: int = 300) -> str:
-    """A one-line account of a diff: "replace `a` with `b`", "add `c`"; "" for no change.
+    """A one-line account of a diff: "replace `a` with `b`", "add `c`", "rewrite 9 lines as
+    `d`; (+6 lines)"; "" for no change.
 
     Comments, docstrings, bare string lines and bare block keywords (`try:`, `else:`) are
     skipped: the code lines that remain are the change itself. Lines are kept whole, as
     many as fit in `limit` (the removed side gets about a third of it), and a side that had
     more says how many lines it left out; a lesson that shows half a statement teaches the
-    model to copy half a statement. Shown lines keep their order in the diff.
+    model to copy half a statement. Shown lines keep their order in the diff. When neither
+    side fits, the change is a rewrite and only the new side is shown.
     """
     removed, added = _without_comment_edits(_code_lines(diff, "-"), _code_lines(diff, "+"))
     if not removed and not added:
@@ -44,11 +46,22 @@ def diff_summary(diff: str, *, limit: int = 300) -> str:
     # The removed side gets a third of the room, or its telling line whole up to half of it.
     first = len(_telling(removed, new_marks)) + 2 if removed else 0
     share = min(max(limit // 3, first), limit // 2) if removed else 0
-    old = _whole_lines(removed, new_marks, share if added else limit)
-    new = _whole_lines(added, old_marks, limit - len(old) - len("replace  with "))
-    if removed and added:
-        return f"replace {old} with {new}"
-    return f"add {new}" if added else f"remove {old}"
+    if not added:
+        return f"remove {_whole_lines(removed, new_marks, limit)}"
+    if not removed:
+        return f"add {_whole_lines(added, old_marks, limit)}"
+    old = _whole_lines(removed, new_marks, share)
+    room = limit - len(old) - len("replace  with ")
+    if _fits(removed, share) or _fits(added, room):
+        return f"replace {old} with {_whole_lines(added, old_marks, room)}"
+    # A rewrite: neither side fits. The old lines tell least; the room goes to the new.
+    head = f"rewrite {len(removed)} lines as "
+    return head + _whole_lines(added, old_marks, limit - len(head))
+
+
+def _fits(lines: Sequence[str], budget: int) -> bool:
+    """All of `lines`, each in backquotes, joined by "; ", fit in `budget` characters."""
+    return sum(len(line) + 4 for line in lines) - 2 <= budget
 
 
 def _code_lines(diff: str, sign: str) -> list[tuple[str, str]]:
@@ -86,7 +99,7 @@ def _whole_lines(lines: Sequence[str], other: set[str], budget: int) -> str:
     if not lines:
         return ""
     pieces = [f"`{line}`" for line in lines]
-    if sum(len(p) + 2 for p in pieces) - 2 <= budget:
+    if _fits(lines, budget):
         return "; ".join(pieces)
     marks = [_marks(line) for line in lines]
     seen = set(other)

@@ -29,7 +29,6 @@ from agent.result import RunResult
 from memory.redact import redact
 from memory.types import Evidence, LessonDraft
 from retrospectives import prompts
-from retrospectives.change import diff_summary
 from retrospectives.facts import (
     FailureStep,
     excerpt_of,
@@ -194,7 +193,7 @@ class Retrospective:
             fix, marker = deterministic_advice(result, step).fix, FALLBACK_CONTRADICTS_DIFF
         advice = Advice(
             root_cause=parsed.root_cause,
-            fix=with_change(fix, step.diff),
+            fix=with_change(fix, step.change),
             applies_when=parsed.applies_when,
         )
         return advice, marker, completion.usage
@@ -249,14 +248,13 @@ def extract(
 _CODE_SPAN = re.compile(r"`([^`\n]{3,})`")
 # Marks the verified code change in a lesson's fix (benchmarks count verified lessons by it).
 CHANGE_MARK = "verified change:"
-# A lesson's fix at most, and the verified change's share of it (whole lines; facts.py).
+# A lesson's fix at most; the verified change takes up to 300 of it (`change.diff_summary`).
 _FIX_CHARS = 500
-_CHANGE_CHARS = 300
 
 
 def verified(step: FailureStep) -> bool:
     """A later candidate of the same run passed, and the diff to it changed code."""
-    return step.resolved and bool(diff_summary(step.diff))
+    return step.resolved and bool(step.change)
 
 
 def contradicts(fix: str, result: RunResult, step: FailureStep) -> bool:
@@ -277,9 +275,9 @@ def contradicts(fix: str, result: RunResult, step: FailureStep) -> bool:
     return any(span not in code for span in spans if span)
 
 
-def with_change(fix: str, diff: str) -> str:
-    """`fix` followed by the verified code change (once), so a prompt shows what worked."""
-    change = diff_summary(diff, limit=_CHANGE_CHARS)
+def with_change(fix: str, change: str) -> str:
+    """`fix` followed by the verified code `change` (`FailureStep.change`, once), so a
+    prompt shows what worked."""
     if not change or CHANGE_MARK in fix:
         return fix
     prose = fix.strip().rstrip(". ")
@@ -322,7 +320,7 @@ def deterministic_advice(result: RunResult, step: FailureStep) -> Advice:
     if removed:
         when += f" on code like `{removed[:120]}`"
     if step.resolved:
-        fix = with_change(step.fix_note or "", step.diff) or "rewrite the failing part"
+        fix = with_change(step.fix_note or "", step.change) or "rewrite the failing part"
     else:
         tried = tried_fixes(result, step)
         fix = "not found in this run" + (

@@ -20,6 +20,7 @@ from agent.result import RunResult
 from agent.stopping import actionable
 from memory.matchtext import drop_readings
 from memory.redact import redact
+from retrospectives.change import diff_summary
 
 _ROOT_CAUSE_LINE = re.compile(r"^\W*root cause\W*[:：]\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 
@@ -35,6 +36,9 @@ class FailureStep(BaseModel):
     # The round whose candidate no longer showed this failure; None: never resolved.
     fixed_in: int | None
     diff: str = ""
+    # The verified change in one line (`change.diff_summary`), taken from the whole diff:
+    # which lines tell most depends on all the code each side has.
+    change: str = ""
     fix_note: str | None = None
     # The refiner's own "Root cause:" line of the fixing round, when it wrote one.
     stated_cause: str | None = None
@@ -107,6 +111,9 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
                 diff=candidate_diff(last.candidate, fixed, diff_max_lines)
                 if fixed is not None
                 else "",
+                change=diff_summary(candidate_diff(last.candidate, fixed, None))
+                if fixed is not None
+                else "",
                 fix_note=after.candidate.fix_note if after is not None else None,
                 stated_cause=stated_cause(nxt.candidate.text) if nxt is not None else None,
             )
@@ -119,8 +126,9 @@ def _format_slip(feedback: Feedback) -> bool:
     return feedback.stage == "rule" and feedback.kind == "check_failed"
 
 
-def candidate_diff(before: Candidate, after: Candidate, max_lines: int = 40) -> str:
-    """Unified diff (1 line of context) between two candidates, cut at `max_lines` lines."""
+def candidate_diff(before: Candidate, after: Candidate, max_lines: int | None = 40) -> str:
+    """Unified diff (1 line of context) between two candidates, cut at `max_lines` lines
+    (None: whole)."""
     lines: list[str] = []
     if before.files or after.files:
         for name in sorted(set(before.files) | set(after.files)):
@@ -136,7 +144,7 @@ def candidate_diff(before: Candidate, after: Candidate, max_lines: int = 40) -> 
                 before.text.splitlines(), after.text.splitlines(), "a", "b", n=1, lineterm=""
             )
         )
-    if len(lines) > max_lines:
+    if max_lines is not None and len(lines) > max_lines:
         cut = len(lines) - max_lines
         lines = [*lines[:max_lines], f"... ({cut} more diff lines)"]
     return "\n".join(line[:200] for line in lines)

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from agent.result import RunResult
-from retrospectives.change import diff_summary
 from retrospectives.facts import FailureStep
 
 
@@ -126,5 +125,5 @@ def _what_worked(result: RunResult, steps: Sequence[FailureStep]) -> str:
     last = next((s for s in steps if s.fixed_in == len(result.rounds)), None)
     if last is None:
         return f"passed in round {len(result.rounds)}"
-    change = last.fix_note or diff_summary(last.diff) or "a rewrite"
+    change = last.fix_note or last.change or "a rewrite"
     return f"round {last.fixed_in}: {change}"

@@ -267,7 +267,7 @@ def test_verified_change_shows_whole_lines_and_counts_the_rest() -> None:
     short = diff_summary(diff, limit=120)
     assert short.endswith("lines)") and "..." not in short
     shown = short.count("`") // 2
-    counted = sum(int(n) for n in re.findall(r"\(\+(\d+) lines\)", short))
+    counted = sum(int(n) for n in re.findall(r"(?:\(\+|rewrite )(\d+) lines", short))
     assert shown >= 2 and shown + counted == 2 + 5  # each code line shown or counted, once
 
 
@@ -285,16 +285,18 @@ def test_a_secret_in_a_line_cut_to_fit_is_redacted_before_the_cut() -> None:
 
 
 def test_a_long_fix_gives_way_to_the_verified_change() -> None:
+    from retrospectives.change import diff_summary
     from retrospectives.extract import CHANGE_MARK, with_change
 
     diff = "-    return float(text)\n+    return float(text.replace('$', '').replace(',', ''))\n"
-    fix = with_change("Strip the symbols first. " * 40, diff)
+    change = diff_summary(diff)
+    fix = with_change("Strip the symbols first. " * 40, change)
     assert len(fix) <= 500
     assert fix.endswith(
         f"{CHANGE_MARK} replace `return float(text)` with "
         "`return float(text.replace('$', '').replace(',', ''))`"
     )
-    assert with_change("", diff).startswith(CHANGE_MARK)
+    assert with_change("", change).startswith(CHANGE_MARK)
 
 
 def test_quoting_the_replaced_code_is_no_contradiction() -> None:
@@ -373,12 +375,13 @@ def test_a_rewritten_function_shows_the_line_that_did_the_work() -> None:
     ]
     diff = "".join(f"-    {ln}\n" for ln in removed) + "".join(f"+    {ln}\n" for ln in added)
     text = diff_summary(diff, limit=200)
-    assert "(+" in text  # it does not all fit
+    # Neither side fits: the old lines are only counted, the room goes to the new ones.
+    assert text.startswith(f"rewrite {len(removed)} lines as ") and "(+" in text
     assert "`rates[key] = float(row['rate'].rstrip('%')) / 100`" in text
     assert "def read_rate_table" not in text  # a renamed signature tells nothing
     shown = text.count("`") // 2
     counted = sum(int(n) for n in re.findall(r"\(\+(\d+) lines\)", text))
-    assert shown + counted == len(removed) + len(added)
+    assert shown + counted == len(added)
 
 
 def test_a_comment_edit_is_no_change_and_a_moved_line_is_one() -> None:

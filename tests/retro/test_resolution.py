@@ -18,12 +18,12 @@ SWALLOWED = (
 )
 
 
-def run(tmp_path: Path, replies: dict[str, list[str]], rounds: int = 3):  # type: ignore[no-untyped-def]
+def run(tmp_path: Path, replies: dict[str, list[str]], rounds: int = 3, reduce: int = 8):  # type: ignore[no-untyped-def]
     agent = ReflectiveAgent(
         ScriptedLLM.by_system(replies),
         recall=NullRecall(),
         sandbox=Sandbox(Limits(cpu_s=10)),
-        config=LoopConfig(max_rounds=rounds, pool_size=1, first_pool=1),
+        config=LoopConfig(max_rounds=rounds, pool_size=1, first_pool=1, reduce_budget=reduce),
     )
     return agent.run(make_task(tmp_path))
 
@@ -94,3 +94,20 @@ def test_a_greedy_pass_in_round_one_teaches_nothing(tmp_path: Path) -> None:
     result = agent.run(make_task(tmp_path))
     assert result.passed and result.first_failure is None and result.verified_files is None
     assert failure_steps(result) == [] and extract(result, llm=None) == []
+
+
+def test_the_verified_change_is_told_from_the_whole_diff(tmp_path: Path) -> None:
+    # A rewrite longer than the step's bounded diff: every name changed, and the one line
+    # that did the work comes last, past the cut. The one-line change still finds it.
+    # (No reduction: it would take the renames back and leave a short diff.)
+    before = "\n".join(f"first_{i} = [{i}]" for i in range(30)) + "\n" + CRASH
+    after = "\n".join(f"second_{i} = [{i}]" for i in range(30)) + "\n" + GOOD
+    after += "\nopen('audit.log', 'a').write('done')"
+    result = run(tmp_path, {GEN: [code(before)], REFINE: [fix(after, "rewrite")]}, 2, reduce=0)
+    assert result.passed
+    (step,) = failure_steps(result)
+    assert "more diff lines" in step.diff and "audit.log" not in step.diff
+    assert (
+        step.change.startswith("rewrite")
+        and "`open('audit.log', 'a').write('done')`" in step.change
+    )
