@@ -12,10 +12,12 @@ a line whose only change is its comment is no change at all.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import keyword
 import tokenize
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from memory.redact import redact
 
@@ -23,7 +25,13 @@ _BARE_KEYWORDS = frozenset({"try:", "else:", "finally:", "except:", "pass"})
 # Operators nearly every line has: they tell nothing about what changed.
 _STRUCTURE = frozenset({",", ":", ".", ";", "=", "->", "@"})
 _OPEN, _CLOSE = "([{", ")]}"
-_MORE = "; (+99 lines)"
+_LITERAL = "lit:"  # marks a literal's mark: '$' the string is not `$` an operator
+
+
+class _Line(NamedTuple):
+    file: str  # the diff's "+++ b/NAME"
+    raw: str  # as written, indentation kept
+    code: str  # stripped, without a trailing comment (Python files only), redacted
 
 
 def diff_summary(diff: str, *, limit: int = 300) -> str:
@@ -35,28 +43,37 @@ def diff_summary(diff: str, *, limit: int = 300) -> str:
     many as fit in `limit` (the removed side gets about a third of it), and a side that had
     more says how many lines it left out; a lesson that shows half a statement teaches the
     model to copy half a statement. Shown lines keep their order in the diff. When neither
-    side fits, the change is a rewrite and only the new side is shown.
+    side fits, the change is a rewrite and only the new side is shown. What a line brings
+    is judged against the other side's lines and the diff's context lines: a diff made
+    with whole-file context (`facts.failure_steps`) compares with the whole programs.
     """
-    removed, added = _without_comment_edits(_code_lines(diff, "-"), _code_lines(diff, "+"))
+    lines = _code_lines(diff)
+    removed, added = _without_comment_edits(
+        [ln for sign, ln in lines if sign == "-"], [ln for sign, ln in lines if sign == "+"]
+    )
     if not removed and not added:
         return ""
-    context = [_code(ln[1:].strip()) for ln in diff.splitlines() if ln.startswith(" ")]
+    context = [ln.code for sign, ln in lines if sign == " "]
     old_marks = _all_marks([*removed, *context])
     new_marks = _all_marks([*added, *context])
-    # The removed side gets a third of the room, or its telling line whole up to half of it.
-    first = len(_telling(removed, new_marks)) + 2 if removed else 0
-    share = min(max(limit // 3, first), limit // 2) if removed else 0
     if not added:
         return f"remove {_whole_lines(removed, new_marks, limit)}"
     if not removed:
         return f"add {_whole_lines(added, old_marks, limit)}"
+    # The removed side gets a third of the room, or its telling line whole up to half of it.
+    first = max(removed, key=lambda line: _gain(_marks(line) - new_marks))
+    share = min(max(limit // 3, len(first) + 2), limit // 2)
     old = _whole_lines(removed, new_marks, share)
     room = limit - len(old) - len("replace  with ")
-    if _fits(removed, share) or _fits(added, room):
+    if len(removed) == 1 or _fits(removed, share) or _fits(added, room):
         return f"replace {old} with {_whole_lines(added, old_marks, room)}"
     # A rewrite: neither side fits. The old lines tell least; the room goes to the new.
-    head = f"rewrite {len(removed)} lines as "
+    head = f"rewrite {_count(len(removed))} as "
     return head + _whole_lines(added, old_marks, limit - len(head))
+
+
+def _count(n: int) -> str:
+    return f"{n} line" if n == 1 else f"{n} lines"
 
 
 def _fits(lines: Sequence[str], budget: int) -> bool:
@@ -64,81 +81,115 @@ def _fits(lines: Sequence[str], budget: int) -> bool:
     return sum(len(line) + 4 for line in lines) - 2 <= budget
 
 
-def _code_lines(diff: str, sign: str) -> list[tuple[str, str]]:
-    """The code lines on one side of `diff`: each as written and without its trailing
-    comment. Both are redacted: a line may be cut to fit, and a secret cut in half no
-    longer matches the redaction patterns."""
-    lines = (ln[1:].strip() for ln in diff.splitlines() if _is_change(ln, sign))
-    return [(redact(ln), redact(_code(ln))) for ln in lines if _is_code(ln)]
+def _code_lines(diff: str) -> list[tuple[str, _Line]]:
+    """The diff's code lines, each with its sign ('-', '+', ' ' for context). Trailing
+    comments are cut in Python files only ('#' in a .txt or .css line is text). Lines are
+    redacted: they may be cut to fit, and a secret cut in half no longer matches."""
+    out: list[tuple[str, _Line]] = []
+    file = ""
+    for ln in diff.splitlines():
+        if ln.startswith("+++ "):
+            file = ln[4:].removeprefix("b/")
+            continue
+        sign = ln[:1]
+        if sign not in "-+ " or not ln or ln.startswith("--- "):
+            continue
+        text = ln[1:].strip()
+        if not _is_code(text):
+            continue
+        python = file.endswith(".py") or file in ("", "b")  # "b": a reply without files
+        code = _code(text) if python else text
+        out.append((sign, _Line(file, redact(ln[1:].rstrip()), redact(code))))
+    return out
 
 
-def _without_comment_edits(
-    removed: list[tuple[str, str]], added: list[tuple[str, str]]
-) -> tuple[list[str], list[str]]:
-    """Both sides' code, without the pairs that differ only in a comment. A line removed and
-    added exactly as it was stays: it moved, and a move can be the fix (a sum taken out of
-    its loop)."""
+def _without_comment_edits(removed: list[_Line], added: list[_Line]) -> tuple[list, list]:
+    """Both sides' code, without the pairs (in one file, at one indentation) that differ
+    only in a comment. A line removed and added exactly as it was stays: it moved, and a
+    move can be the fix (a sum taken out of its loop)."""
     new = list(added)
     old: list[str] = []
-    for raw, code in removed:
-        edit = next((j for j, (r, c) in enumerate(new) if c == code and r != raw), None)
+    for line in removed:
+        edit = next(
+            (
+                j
+                for j, other in enumerate(new)
+                if other.file == line.file
+                and other.code == line.code
+                and other.raw != line.raw
+                and _indent(other.raw) == _indent(line.raw)
+            ),
+            None,
+        )
         if edit is None:
-            old.append(code)
+            old.append(line.code)
         else:
             del new[edit]
-    return old, [code for _, code in new]
+    return old, [line.code for line in new]
+
+
+def _indent(raw: str) -> int:
+    return len(raw) - len(raw.lstrip())
 
 
 def _whole_lines(lines: Sequence[str], other: set[str], budget: int) -> str:
     """`a`; `b` for as many of `lines` as fit in `budget`, then "(+N lines)"; at least one.
 
     When not all fit, lines are taken by what they bring that `other` and the lines already
-    taken lack (a greedy cover, `_weight`); a line that brings nothing new is only
-    counted (the first line stands in when none brings anything). Shown in their order.
+    taken lack (a greedy cover, `_gain`); a line that brings nothing new is only counted
+    (the first line stands in when none brings anything). Shown in their order.
     """
     if not lines:
         return ""
     pieces = [f"`{line}`" for line in lines]
     if _fits(lines, budget):
         return "; ".join(pieces)
+    more = len(f"; (+{_count(len(lines))})")
     marks = [_marks(line) for line in lines]
     seen = set(other)
     chosen: list[int] = []
     used = 0
-    left = list(range(len(lines)))
+    left = set(range(len(lines)))
     while left:
-        gain = {i: sum(map(_weight, marks[i] - seen)) for i in left}
-        i = max(left, key=lambda j: (gain[j], -j))
-        left.remove(i)
-        if chosen and (not gain[i] or used + len(pieces[i]) + 2 > budget - len(_MORE)):
-            continue
-        if len(pieces[i]) > budget:  # one line longer than the whole budget: the first, cut
-            pieces[i] = f"`{lines[i][: max(budget - 5, 20)]}...`"
-        chosen.append(i)
-        used += len(pieces[i]) + 2
-        seen |= marks[i]
+        gain = {i: _gain(marks[i] - seen) for i in left}  # again after each pick
+        best = None
+        for i in sorted(left, key=lambda j: (-gain[j], j)):
+            if chosen and not gain[i]:
+                break  # nothing left brings anything new
+            if chosen and used + len(pieces[i]) + 2 > budget - more:
+                left.discard(i)  # it will not fit later either: the room only shrinks
+                continue
+            best = i
+            break
+        if best is None:
+            break
+        left.discard(best)
+        if len(pieces[best]) > budget - more:  # the first line, longer than the room: cut
+            pieces[best] = f"`{lines[best][: max(budget - more - 5, 20)]}...`"
+        chosen.append(best)
+        used += len(pieces[best]) + 2
+        seen |= marks[best]
     rest = len(lines) - len(chosen)
-    return "; ".join(pieces[i] for i in sorted(chosen)) + (f"; (+{rest} lines)" if rest else "")
-
-
-def _telling(lines: Sequence[str], other: set[str]) -> str:
-    """The line of `lines` that brings most of what `other` lacks (the first of equals)."""
-    return max(lines, key=lambda line: len(_marks(line) - other))
+    shown = "; ".join(pieces[i] for i in sorted(chosen))
+    return shown + (f"; (+{_count(rest)})" if rest else "")
 
 
 def _all_marks(lines: Sequence[str]) -> set[str]:
     return set().union(*(_marks(line) for line in lines)) if lines else set()
 
 
-def _weight(mark: str) -> int:
-    """How much a mark tells: a literal most (the data's own '$', ',', 'utf-8-sig' are what
-    a trap is about), then a call, attribute or keyword argument, then an operator/keyword."""
-    if mark[0] in "'\"" or mark[:2] in ("b'", 'b"'):
-        return 3
-    return 2 if mark[0] == "." or mark[-1] in "(=" else 1
+def _gain(marks: set[str]) -> int:
+    """How much `marks` tell: a literal most (the data's own '$', ',', 'utf-8-sig', 100 are
+    what a trap is about), then a call, an attribute or a keyword argument, then an
+    operator or a keyword."""
+    return sum(
+        3 if m.startswith(_LITERAL) else 2 if m[0] == "." or m[-1] == "(" or "(" in m else 1
+        for m in marks
+    )
 
 
-def _marks(line: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def _marks(line: str) -> frozenset[str]:
     """What a line does, as comparable marks: `float(`, `.replace`, `dump(indent=`, `','`,
     `+=`, `not`. Names the program chose itself (variables, parameters) are left out."""
     toks = [
@@ -169,14 +220,14 @@ def _marks(line: str) -> set[str]:
             if tok.string not in _STRUCTURE:
                 marks.add(tok.string)
         elif tok.type in (tokenize.STRING, tokenize.NUMBER):
-            marks.add(_literal(tok.string))
+            marks.add(_LITERAL + _literal(tok.string))
         elif keyword.iskeyword(tok.string):
             marks.add(tok.string)
         elif prev is not None and prev.string == ".":
             marks.add("." + tok.string)
         elif after == "=" and callees and callees[-1]:
             marks.add(f"{callees[-1]}({tok.string}=")
-    return marks
+    return frozenset(marks)
 
 
 def _literal(text: str) -> str:
@@ -204,6 +255,8 @@ def _code(line: str) -> str:
     if "#" not in line:
         return line
     for tok in _tokens(line):
+        if tok.type == tokenize.ERRORTOKEN and not tok.string.isspace():
+            return line  # not Python as far as the '#': keep it whole
         if tok.type == tokenize.COMMENT:
             return line[: tok.start[1]].rstrip()
     return line
@@ -228,7 +281,3 @@ def _is_code(line: str) -> bool:
         and isinstance(only.value, ast.Constant)
         and isinstance(only.value.value, str | bytes)
     )
-
-
-def _is_change(line: str, sign: str) -> bool:
-    return line.startswith(sign) and not line.startswith(sign * 3)

@@ -36,8 +36,8 @@ class FailureStep(BaseModel):
     # The round whose candidate no longer showed this failure; None: never resolved.
     fixed_in: int | None
     diff: str = ""
-    # The verified change in one line (`change.diff_summary`), taken from the whole diff:
-    # which lines tell most depends on all the code each side has.
+    # The verified change in one line (`change.diff_summary`), taken from a whole-file diff
+    # with whole-file context: which lines tell most depends on all the code each side has.
     change: str = ""
     fix_note: str | None = None
     # The refiner's own "Root cause:" line of the fixing round, when it wrote one.
@@ -52,6 +52,10 @@ class FailureStep(BaseModel):
     def identity(self) -> str:
         """Kind plus error type: what counts as "the same failure" across rounds."""
         return failure_identity(self.feedback)
+
+
+# Context lines enough for any program: the diff then carries both programs whole.
+_WHOLE = 1_000_000
 
 
 def failure_identity(feedback: Feedback) -> str:
@@ -111,7 +115,7 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
                 diff=candidate_diff(last.candidate, fixed, diff_max_lines)
                 if fixed is not None
                 else "",
-                change=diff_summary(candidate_diff(last.candidate, fixed, None))
+                change=diff_summary(candidate_diff(last.candidate, fixed, None, _WHOLE))
                 if fixed is not None
                 else "",
                 fix_note=after.candidate.fix_note if after is not None else None,
@@ -126,22 +130,29 @@ def _format_slip(feedback: Feedback) -> bool:
     return feedback.stage == "rule" and feedback.kind == "check_failed"
 
 
-def candidate_diff(before: Candidate, after: Candidate, max_lines: int | None = 40) -> str:
-    """Unified diff (1 line of context) between two candidates, cut at `max_lines` lines
-    (None: whole)."""
+def candidate_diff(
+    before: Candidate, after: Candidate, max_lines: int | None = 40, context: int = 1
+) -> str:
+    """Unified diff (`context` lines of it) between two candidates, cut at `max_lines`
+    lines (None: whole)."""
     lines: list[str] = []
     if before.files or after.files:
         for name in sorted(set(before.files) | set(after.files)):
             old, new = before.files.get(name, ""), after.files.get(name, "")
             lines.extend(
                 difflib.unified_diff(
-                    old.splitlines(), new.splitlines(), f"a/{name}", f"b/{name}", n=1, lineterm=""
+                    old.splitlines(),
+                    new.splitlines(),
+                    f"a/{name}",
+                    f"b/{name}",
+                    n=context,
+                    lineterm="",
                 )
             )
     else:
         lines.extend(
             difflib.unified_diff(
-                before.text.splitlines(), after.text.splitlines(), "a", "b", n=1, lineterm=""
+                before.text.splitlines(), after.text.splitlines(), "a", "b", n=context, lineterm=""
             )
         )
     if max_lines is not None and len(lines) > max_lines:

@@ -267,7 +267,7 @@ def test_verified_change_shows_whole_lines_and_counts_the_rest() -> None:
     short = diff_summary(diff, limit=120)
     assert short.endswith("lines)") and "..." not in short
     shown = short.count("`") // 2
-    counted = sum(int(n) for n in re.findall(r"(?:\(\+|rewrite )(\d+) lines", short))
+    counted = sum(int(n) for n in re.findall(r"(?:\(\+|rewrite )(\d+) lines?", short))
     assert shown >= 2 and shown + counted == 2 + 5  # each code line shown or counted, once
 
 
@@ -380,8 +380,11 @@ def test_a_rewritten_function_shows_the_line_that_did_the_work() -> None:
     assert "`rates[key] = float(row['rate'].rstrip('%')) / 100`" in text
     assert "def read_rate_table" not in text  # a renamed signature tells nothing
     shown = text.count("`") // 2
-    counted = sum(int(n) for n in re.findall(r"\(\+(\d+) lines\)", text))
+    counted = sum(int(n) for n in re.findall(r"\(\+(\d+) lines?\)", text))
     assert shown + counted == len(added)
+    many = diff + "".join(f"+    total_{i} = rates.get('r{i}', {i}) * 100\n" for i in range(150))
+    for limit in (120, 200, 300):
+        assert len(diff_summary(many, limit=limit)) <= limit
 
 
 def test_a_comment_edit_is_no_change_and_a_moved_line_is_one() -> None:
@@ -404,6 +407,27 @@ def test_a_comment_edit_is_no_change_and_a_moved_line_is_one() -> None:
 def test_marks_ignore_names_and_quote_style() -> None:
     from retrospectives.change import _marks
 
-    assert _marks("json.dump(report, out, indent=2)") == {".dump", "dump(indent=", "2"}
+    assert _marks("json.dump(report, out, indent=2)") == {".dump", "dump(indent=", "lit:2"}
     assert _marks("x = open(p, 'r')") == _marks('data = open(name, "r")')
-    assert _marks("s = '#' + t  # hash") == {"'#'", "+"}
+    assert _marks("s = '#' + t  # hash") == {"lit:'#'", "+"}
+
+
+def test_a_hash_outside_python_is_text_and_a_moved_line_is_no_comment_edit() -> None:
+    from retrospectives.change import diff_summary
+
+    report = "--- a/report.md\n+++ b/report.md\n-Total # of rows: 5\n+Total # of rows: 6\n"
+    assert diff_summary(report) == "replace `Total # of rows: 5` with `Total # of rows: 6`"
+    moved = "-        total += amount  # add\n+    total += amount  # add it up\n"
+    assert diff_summary(moved) == "replace `total += amount` with `total += amount`"
+    # A '#' after a fragment that does not tokenize (an open string) is not a comment.
+    assert diff_summary("-x = 'abc # d\n+x = 'abc # e\n").count("#") == 2
+
+
+def test_one_long_line_changed_is_a_replace_not_a_rewrite() -> None:
+    from retrospectives.change import diff_summary
+
+    old = "rows = [float(r['amount'].strip()) for r in csv.DictReader(handle) " + "if r" * 30
+    new = old.replace(".strip()", ".replace(',', '.')")
+    text = diff_summary(f"-{old}\n+{new}\n", limit=300)
+    assert text.startswith("replace `rows = [float(") and " with `rows = [float(" in text
+    assert len(text) <= 300 and "rewrite" not in text
