@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from agent.errors import BackendError, ModelOutputError, StructuredOutputError
 from agent.llm.base import LLM, Message, Usage
 from agent.result import RunResult
+from agent.rules import has_handler
 from memory.redact import redact
 from memory.types import Evidence, LessonDraft
 from retrospectives import prompts
@@ -257,17 +258,32 @@ def verified(step: FailureStep) -> bool:
     return step.resolved and bool(step.change)
 
 
+# Advice to catch, skip or "gracefully handle" what fails: the small models' usual repair,
+# which drops the values it could not read instead of reading them ("handle the error by
+# opening with latin-1" says how to read them, and is not such advice).
+_HANDLE_ADVICE = re.compile(
+    r"\bgracefully\b|\btry\s*[-/]?\s*except\b|\b(?:catch|handle|skip|ignore|suppress)\w*"
+    r"(?:\W+\w+){0,3}?\W+(?:\w*errors?|\w*exceptions?|invalid|bad|malformed)\b(?!\s+by\b)",
+    re.IGNORECASE,
+)
+
+
 def contradicts(fix: str, result: RunResult, step: FailureStep) -> bool:
     """The fix quotes code (in backticks) found neither in the passing candidate nor in the
-    code the verified change removed.
+    code the verified change removed, or it advises handling errors where the passing
+    program has no `except` at all.
 
     A model that says "use `Decimal(value)`" while the verified change stripped "$"
     describes a fix nobody checked; the diff is the evidence, so the model's fix loses.
-    Quoting the old code it replaces ("instead of `float(v)`") is no contradiction.
+    Quoting the old code it replaces ("instead of `float(v)`") is no contradiction. So does
+    "handle the error gracefully" when what passed caught nothing: it read the values.
     """
     passing = next((r for r in result.rounds if r.round == step.fixed_in), None)
     if passing is None:
         return False
+    files = passing.candidate.files
+    if files and _HANDLE_ADVICE.search(fix) and not has_handler(files):
+        return True
     removed = [ln[1:] for ln in step.diff.splitlines() if ln.startswith("-")]
     known = [*passing.candidate.files.values(), passing.candidate.text, *removed]
     code = _squash("\n".join(known))

@@ -147,6 +147,28 @@ def test_a_fix_the_diff_contradicts_loses_to_the_diff() -> None:
     assert outcome.fallbacks[0].startswith(FALLBACK_CONTRADICTS_DIFF)
 
 
+def test_advice_to_handle_errors_loses_when_what_passed_caught_nothing() -> None:
+    advice = "Check each amount; if it is not a number, handle the error gracefully."
+    llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(fix=advice)]})
+    outcome = Retrospective(llm).analyse(fixed_once())
+    (draft,) = outcome.drafts
+    assert "gracefully" not in draft.fix and "verified change:" in draft.fix
+    assert outcome.fallbacks[0].startswith(FALLBACK_CONTRADICTS_DIFF)
+    # The same advice stands when the program that passed does catch the error.
+    guarded = GOOD.replace(
+        "total = sum(float(r[1].strip().lstrip('$')) for r in rows)",
+        "try:\n    total = sum(float(r[1].strip().lstrip('$')) for r in rows)\n"
+        "except ValueError:\n    total = 0.0",
+    )
+    result = run(
+        record(1, candidate(CRASH), VALUE_ERROR),
+        record(2, candidate(guarded, "strip the sign"), OK),
+    )
+    llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(fix=advice)]})
+    (draft,) = Retrospective(llm).analyse(result).drafts
+    assert draft.fix.startswith("Check each amount")
+
+
 def test_a_model_fix_keeps_the_verified_change_beside_it() -> None:
     llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(fix="Strip the currency sign first.")]})
     (draft,) = Retrospective(llm).analyse(fixed_once()).drafts
