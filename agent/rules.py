@@ -103,13 +103,6 @@ def catches(files: Mapping[str, str], error_type: str) -> bool:
     return False
 
 
-def has_handler(files: Mapping[str, str]) -> bool:
-    """Does any Python file have an `except` clause (of any kind)?"""
-    return any(
-        isinstance(node, ast.ExceptHandler) for _, tree in _trees(files) for node in ast.walk(tree)
-    )
-
-
 def _names(caught: ast.expr | None) -> set[str]:
     """The class names an except clause catches ("" for a bare except)."""
     if caught is None:

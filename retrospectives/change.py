@@ -16,7 +16,7 @@ import functools
 import io
 import keyword
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from typing import NamedTuple
 
 from memory.redact import redact
@@ -103,7 +103,7 @@ def _code_lines(diff: str) -> list[tuple[str, _Line]]:
     return out
 
 
-def _without_comment_edits(removed: list[_Line], added: list[_Line]) -> tuple[list, list]:
+def _without_comment_edits(removed: list[_Line], added: list[_Line]) -> tuple[list[str], list[str]]:
     """Both sides' code, without the pairs (in one file, at one indentation) that differ
     only in a comment. A line removed and added exactly as it was stays: it moved, and a
     move can be the fix (a sum taken out of its loop)."""
@@ -178,7 +178,7 @@ def _all_marks(lines: Sequence[str]) -> set[str]:
     return set().union(*(_marks(line) for line in lines)) if lines else set()
 
 
-def _gain(marks: set[str]) -> int:
+def _gain(marks: Set[str]) -> int:
     """How much `marks` tell: a literal most (the data's own '$', ',', 'utf-8-sig', 100 are
     what a trap is about), then a call, an attribute or a keyword argument, then an
     operator or a keyword."""

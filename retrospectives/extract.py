@@ -18,15 +18,15 @@ recall-loop guard can refuse to re-learn a lesson it just injected.
 
 from __future__ import annotations
 
+import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent.errors import BackendError, ModelOutputError, StructuredOutputError
 from agent.llm.base import LLM, Message, Usage
 from agent.result import RunResult
-from agent.rules import has_handler
 from memory.redact import redact
 from memory.types import Evidence, LessonDraft
 from retrospectives import prompts
@@ -282,13 +282,28 @@ def contradicts(fix: str, result: RunResult, step: FailureStep) -> bool:
     if passing is None:
         return False
     files = passing.candidate.files
-    if files and _HANDLE_ADVICE.search(fix) and not has_handler(files):
+    if files and _HANDLE_ADVICE.search(fix) and not _has_except(files):
         return True
     removed = [ln[1:] for ln in step.diff.splitlines() if ln.startswith("-")]
     known = [*passing.candidate.files.values(), passing.candidate.text, *removed]
     code = _squash("\n".join(known))
     spans = [_squash(m.group(1)) for m in _CODE_SPAN.finditer(fix)]
     return any(span not in code for span in spans if span)
+
+
+def _has_except(files: Mapping[str, str]) -> bool:
+    """Does any Python file have an `except` clause (of any kind)? Unparsable files say
+    nothing."""
+    for name, content in files.items():
+        if not name.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(content)
+        except (SyntaxError, ValueError):
+            continue
+        if any(isinstance(node, ast.ExceptHandler) for node in ast.walk(tree)):
+            return True
+    return False
 
 
 def with_change(fix: str, change: str) -> str:

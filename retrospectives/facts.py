@@ -133,12 +133,13 @@ def _format_slip(feedback: Feedback) -> bool:
 def candidate_diff(
     before: Candidate, after: Candidate, max_lines: int | None = 40, context: int = 1
 ) -> str:
-    """Unified diff (`context` lines of it) between two candidates, cut at `max_lines`
-    lines (None: whole)."""
+    """Unified diff (`context` lines of it) between two redacted candidates, cut at
+    `max_lines` lines (None: whole). Whole files are redacted before they are split: a
+    secret over several lines (a PEM key) matches only whole."""
     lines: list[str] = []
     if before.files or after.files:
         for name in sorted(set(before.files) | set(after.files)):
-            old, new = before.files.get(name, ""), after.files.get(name, "")
+            old, new = redact(before.files.get(name, "")), redact(after.files.get(name, ""))
             lines.extend(
                 difflib.unified_diff(
                     old.splitlines(),
@@ -152,7 +153,12 @@ def candidate_diff(
     else:
         lines.extend(
             difflib.unified_diff(
-                before.text.splitlines(), after.text.splitlines(), "a", "b", n=context, lineterm=""
+                redact(before.text).splitlines(),
+                redact(after.text).splitlines(),
+                "a",
+                "b",
+                n=context,
+                lineterm="",
             )
         )
     if max_lines is not None and len(lines) > max_lines:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -173,6 +174,7 @@ def test_an_expired_lease_is_taken_over(memory: Memory) -> None:
     seed(memory, *CURRENCY)
     consolidator = Consolidator(memory, llm=None, config=CFG)
     assert memory.acquire_lease(LEASE_NAME, "crashed-worker", ttl_s=0.001) is not None
+    time.sleep(0.05)  # past the expiry: a pass started within the same millisecond would wait
     assert len(consolidator.run().merges) == 1
 
 
