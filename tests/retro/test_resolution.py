@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agent.candidate import Candidate
 from agent.container import Limits
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import Sandbox
 from memory.types import NullRecall
+from retrospectives.change import diff_summary
 from retrospectives.extract import Retrospective, extract, tried_fixes
-from retrospectives.facts import failure_steps
+from retrospectives.facts import candidate_diff, failure_steps
 from tests.helpers import CRASH, GEN, GOOD, REFINE, WRONG, code, fix, make_task
 
 SWALLOWED = (
@@ -111,3 +113,13 @@ def test_the_verified_change_is_told_from_the_whole_diff(tmp_path: Path) -> None
         step.change.startswith("rewrite")
         and "`open('audit.log', 'a').write('done')`" in step.change
     )
+
+
+def test_a_key_over_several_lines_is_redacted_in_the_diff_and_the_change() -> None:
+    body = "MHcCAQEEIBl9xq2Yk3vTqzD0f8fJmW1sQbN4pL7uE6aZrC5hGdTyoAoGCCqGSM49"
+    key = f"-----BEGIN EC PRIVATE KEY-----\n{body}\n-----END EC PRIVATE KEY-----"
+    before = Candidate(files={"solution.py": "KEY = '''x'''\nprint(1)\n"}, text="")
+    after = Candidate(files={"solution.py": f"KEY = '''{key}'''\nprint(2)\n"}, text="")
+    diff = candidate_diff(before, after, None, 10**6)
+    assert "print(2)" in diff and body[:10] not in diff
+    assert body[:10] not in diff_summary(diff)
