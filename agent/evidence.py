@@ -338,8 +338,13 @@ def _in_table(
         # An output key named after a column: its value comes from that column's values.
         column = names.index(_loosely(literal))
         return _column_line(name, header[column], _columns(rows)[column])
-    if quoted != "output key" and literal not in header and _loosely(literal) in names:
-        return f"the header of {name} as Python reads it: {header!r}"
+    if quoted != "output key" and _loosely(literal) in names:
+        # A header name the program did not find: how the csv module reads the header by
+        # default (a BOM, stray spaces, another case, or the whole line as one name when the
+        # delimiter is not a comma).
+        read = next(csv.reader(io.StringIO(text)), [])
+        if literal not in read:
+            return f"the header of {name} as Python reads it: {read!r}"
     if quoted == "converted" and literal in header and not any(literal in row for row in body):
         # A program converting a column name parsed the header row as data.
         return f"{literal!r} is a column name, in the header row of {name}: {header!r}"

@@ -606,3 +606,13 @@ def test_two_literals_of_one_column_show_it_once(tmp_path: Path) -> None:
         "values of column 'meter' in m.csv (2 of 2 distinct, varied formats first): "
         "'M-100', 'M-300'"
     )
+
+
+def test_a_header_lookup_in_a_file_of_another_delimiter_shows_the_one_name_python_reads(
+    tmp_path: Path,
+) -> None:
+    # DictReader's default comma reads 'shipment_id;carrier;...' as one column; the lines
+    # holding 'carrier' do not say so, the header as read does.
+    ws = workspace(tmp_path, {"s.csv": "shipment_id;carrier;weight_kg\nS1;DHL;2,5\n"})
+    text = input_evidence("KeyError: 'carrier'", ws)
+    assert text == "the header of s.csv as Python reads it: ['shipment_id;carrier;weight_kg']"
