@@ -33,6 +33,7 @@ from agent import prompts
 from agent.candidate import Candidate, parse_candidate
 from agent.checks import Checks, CriticMode, execute
 from agent.feedback import Feedback
+from agent.imports import complete_imports
 from agent.llm.base import LLM, Message, Usage
 from agent.queries import data_views, error_types, seed_query
 from agent.reduce import reduce_change
@@ -360,7 +361,8 @@ class _Run:
             max_tokens=self.cfg.max_tokens,
             seed=seed,
         )
-        return parse_candidate(completion.text, self.task.output), completion.usage
+        candidate = parse_candidate(completion.text, self.task.output)
+        return complete_imports(candidate), completion.usage
 
     def repair(
         self, base: Candidate, messages: Sequence[Message], *, temperature: float, seed: int
@@ -369,7 +371,7 @@ class _Run:
             messages, temperature=temperature, max_tokens=self.cfg.max_tokens, seed=seed
         )
         repaired = parse_candidate(completion.text, self.task.output)
-        return splice_repair(base, repaired, self.programs), completion.usage
+        return complete_imports(splice_repair(base, repaired, self.programs)), completion.usage
 
     def _refine(
         self, last: RoundRecord, lessons: Sequence[ScoredLesson], t0: float
