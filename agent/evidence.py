@@ -84,8 +84,9 @@ def input_evidence(
             if (line := finder(name, text, rows, literal, quoted))
         )
         line = next(evidence, None)
-        if line and line not in found:  # two literals of one column: the column once
-            found.append(line)
+        for part in line.split("\n") if line else ():
+            if part not in found:  # two literals of one column: the column once
+                found.append(part)
     return "\n".join(found) or None
 
 
@@ -350,8 +351,44 @@ def _in_table(
         return f"{literal!r} is a column name, in the header row of {name}: {header!r}"
     for column, values in enumerate(_columns(rows)):
         if any(value.strip() == literal.strip() for value in values):
-            return _column_line(name, header[column], values)
+            line = _column_line(name, header[column], values)
+            group = _group_line(name, rows, column, literal) if quoted == "output key" else None
+            return f"{line}\n{group}" if group else line
     return None
+
+
+def _group_line(name: Path, rows: list[list[str]], column: int, literal: str) -> str | None:
+    """The rows of a group an output key names ('T-04' of column 'sensor'): how many, and
+    the values of up to three other columns in row order, columns without letters (amounts,
+    counts, dates) first. A wrong average or total shows the values it came from, repeated
+    rows and all. None for a single row (an id, not a group)."""
+    header, body = rows[0], rows[1:]
+    group = [row for row in body if column < len(row) and row[column].strip() == literal.strip()]
+    if len(group) < 2:
+        return None
+    columns = _columns(rows)
+    worded = [any(ch.isalpha() for v in values for ch in v) for values in columns]
+    others = sorted((k for k in range(len(header)) if k != column), key=worded.__getitem__)[:3]
+    parts = []
+    for k in others:
+        values = [row[k] for row in group if k < len(row)]
+        shown = _within(values, MAX_LISTED)
+        more = f" ... ({len(values)} in all)" if len(shown) < len(values) else ""
+        parts.append(f"{header[k]!r}: {', '.join(map(repr, shown))}{more}")
+    return (
+        f"the {len(group)} of {len(body)} rows of {name} whose {header[column]!r} is "
+        f"{literal!r} hold {'; '.join(parts)}"
+    )
+
+
+def _within(values: list[str], limit: int) -> list[str]:
+    """The first values whose listing fits in `limit` characters (at least one)."""
+    shown: list[str] = []
+    for value in values:
+        if shown and len(", ".join(repr(v) for v in [*shown, value])) > limit:
+            break
+        shown.append(value)
+    return shown
 
 
 def _sharing_words(

@@ -78,6 +78,8 @@ def test_a_wrong_value_under_a_key_named_after_a_column_shows_that_column(tmp_pa
     assert input_evidence(message, ws, check_failed=True) == (
         "values of column 'plan' in subs.csv (2 of 2 distinct, varied formats first): "
         "'pro', 'free'\n"
+        "the 2 of 3 rows of subs.csv whose 'plan' is 'pro' hold 'email': 'a@x', 'b@x'; "
+        "'active': 'y', 'TRUE'\n"
         "values of column 'active' in subs.csv (3 of 3 distinct, varied formats first): "
         "'y', '0', 'TRUE'; yes/no written 3 ways: 'y', 'TRUE' mean yes; '0' mean no"
     )
@@ -336,7 +338,9 @@ def test_rows_that_repeat_exactly_are_in_the_profile_and_in_a_wrong_values_evide
     agent = "values of column 'agent' in t.csv (3 of 3 distinct, varied formats first): "
     hours = "values of column 'hours' in t.csv (3 of 3 distinct, varied formats first): "
     assert data_evidence(verdict, ws, check_failed=True) == (
-        f"{agent}'kim', 'lee', 'max'\n{hours}'1.5', '2', '3'\n{repeats}"
+        f"{agent}'kim', 'lee', 'max'\n"
+        "the 4 of 7 rows of t.csv whose 'agent' is 'kim' hold 'hours': '1.5', '1.5', '2', "
+        f"'2'; 'id': 'T-1', 'T-1', 'T-3', 'T-3'\n{hours}'1.5', '2', '3'\n{repeats}"
     )
     assert data_evidence("got 6.5", ws, check_failed=True) == repeats  # only once
     # A crash is about its values, quoted or not: the repeats are not its evidence.
@@ -616,3 +620,25 @@ def test_a_header_lookup_in_a_file_of_another_delimiter_shows_the_one_name_pytho
     ws = workspace(tmp_path, {"s.csv": "shipment_id;carrier;weight_kg\nS1;DHL;2,5\n"})
     text = input_evidence("KeyError: 'carrier'", ws)
     assert text == "the header of s.csv as Python reads it: ['shipment_id;carrier;weight_kg']"
+
+
+def test_a_wrong_figure_of_a_group_shows_the_groups_rows(tmp_path: Path) -> None:
+    # decimal_comma_01 on the 1.5B: past the trap, its average divided by the wrong count;
+    # the verdict quoted 'T-04' and 'avg' and the evidence listed only the sensor names.
+    rows = "sensor,recorded,temperature_c,note\n" + "".join(
+        f'{s},2026-01-0{i},"{t}",n{i}\n'
+        for i, (s, t) in enumerate([("T-01", "1,5"), ("T-04", "18,9"), ("T-04", "-2,7"),
+                                    ("T-01", "3,0"), ("T-04", "19,5")], start=1)
+    )  # fmt: skip
+    ws = workspace(tmp_path, {"r.csv": rows})
+    text = input_evidence(
+        "result.json['T-04']['avg']: wrong value, got 40.83 (too high)", ws, check_failed=True
+    )
+    assert text is not None
+    assert text.splitlines()[1] == (
+        "the 3 of 5 rows of r.csv whose 'sensor' is 'T-04' hold 'recorded': '2026-01-02', "
+        "'2026-01-03', '2026-01-05'; 'temperature_c': '18,9', '-2,7', '19,5'; "
+        "'note': 'n2', 'n3', 'n5'"
+    )
+    # A crash quoting a group's name is not about the output: no group line.
+    assert "rows of r.csv whose" not in (input_evidence("KeyError: 'T-04'", ws) or "")
