@@ -316,7 +316,26 @@ def with_change(fix: str, change: str) -> str:
     if not prose:
         return tail
     # The prose gives way, not the change: it is the part that was checked.
-    return _clip(prose, _FIX_CHARS - len(tail) - 2).rstrip(". ") + ". " + tail
+    return _shortened(prose, _FIX_CHARS - len(tail) - 2) + ". " + tail
+
+
+def _shortened(prose: str, limit: int) -> str:
+    """`prose` in at most `limit` characters: the whole sentences that fit, else its words
+    that fit and "...". Never a word cut in half and closed as a sentence ("we sk.")."""
+    text = redact(" ".join(prose.split()))
+    if len(text) <= limit:
+        return text
+    sentences = re.split(r"(?<=[.!?])\s+", text)
+    kept = ""
+    for sentence in sentences:
+        longer = f"{kept} {sentence}".strip()
+        if len(longer) > limit:
+            break
+        kept = longer
+    if kept:
+        return kept.rstrip(". ")
+    words = text[: max(0, limit - 3)].rsplit(" ", 1)[0]
+    return words.rstrip(",;: ") + "..."
 
 
 def _squash(text: str) -> str:

@@ -319,6 +319,15 @@ def test_a_long_fix_gives_way_to_the_verified_change() -> None:
         "`return float(text.replace('$', '').replace(',', ''))`"
     )
     assert with_change("", change).startswith(CHANGE_MARK)
+    # Prose that does not fit ends on a whole sentence, or on a whole word and "...": a fix
+    # stored in the stream read "... (i.e., it is an empty string), we sk. verified change".
+    long_change = diff_summary("-a = 1\n+a = 2\n" * 3)
+    cut = with_change("Check each score first. " + "then skip the empty value " * 30, change)
+    assert cut.startswith(f"Check each score first. {CHANGE_MARK}")
+    one = with_change("skip the empty value " * 40, long_change)
+    prose = one.split(f". {CHANGE_MARK}")[0]
+    assert prose.endswith("...") and prose[:-3].split()[-1] in {"skip", "the", "empty", "value"}
+    assert len(one) <= 500
 
 
 def test_quoting_the_replaced_code_is_no_contradiction() -> None:
