@@ -102,9 +102,25 @@ def classify(result: ExecResult, *, log_path: Path | None = None) -> Feedback:
     feedback = _classify(result, log_path)
     if feedback.kind == "check_failed" and result.program_output:
         feedback = feedback.model_copy(update={"program_said": program_said(result.program_output)})
+    if feedback.kind == "check_failed" and result.written:
+        wrote = program_wrote(result.written, f"{feedback.key_message or ''}\n{feedback.summary}")
+        feedback = feedback.model_copy(update={"program_wrote": wrote})
     # stdout only: the checker prints there, last; a line on stderr would outrank it.
     credit = 1.0 if feedback.passed else partial_credit(result.stdout)
     return feedback.model_copy(update={"credit": credit}) if credit is not None else feedback
+
+
+def program_wrote(written: dict[str, str], message: str) -> str | None:
+    """The start of each file the program wrote that the check's message names as a whole
+    (`result.json is not valid JSON`, `result.json: missing key 'x'`), quoted; None when it
+    names none, or only a value inside it (`result.json['x']: wrong value`): such a check
+    already says what it read there."""
+    named = [
+        f"{name}: {head!r}"
+        for name, head in written.items()
+        if re.search(rf"(?<![\w.-]){re.escape(Path(name).name)}(?![\w\[-])", message)
+    ]
+    return "; ".join(named) or None
 
 
 def program_said(output: str) -> str | None:

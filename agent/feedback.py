@@ -39,6 +39,9 @@ class Feedback(BaseModel):
     # What the candidate's program printed when its result failed the check: a digest of its
     # own messages (a row skipped "due to invalid cost format" 28 times says where it fails).
     program_said: str | None = None
+    # The start of each output file the check's message names, as the program wrote it
+    # ("result.json: 'u1: 12.5\\nu2: 3.0\\n'"): a file that is not JSON shows why.
+    program_wrote: str | None = None
     issues: tuple[str, ...] = ()
     score: float | None = None  # critic score 1-10 when the critic ran
     # Partial credit 0..1 that the check reported (`LESSONLOOP_SCORE 7/9`); 1 on success.
@@ -73,6 +76,8 @@ class Feedback(BaseModel):
             lines.append(f"in the input: {self.input_evidence}")
         if self.program_said and program:
             lines.append(f"the program printed: {self.program_said}")
+        if self.program_wrote and program:
+            lines.append(f"the program wrote: {self.program_wrote}")
         if self.issues:
             lines.extend(f"issue: {issue}" for issue in self.issues[:5])
         if len(lines) == 1:

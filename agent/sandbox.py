@@ -71,7 +71,9 @@ from agent.errors import ConfigurationError, SandboxError
 from agent.workspace import (
     checked_relpath,
     chown_tree,
+    heads_of,
     make_world_readable,
+    regular_files,
     remove_escaping_links,
     remove_tree,
     write_inside,
@@ -84,6 +86,8 @@ LOG_STREAM_BYTES = 512_000
 
 # One phase of a run: its result and the full captures the log is written from.
 _Phase = tuple["ExecResult", Capture, Capture]
+# What of the files a program wrote its check result may show.
+WRITTEN_FILES, WRITTEN_CHARS = 3, 200
 _EXIT_CODE = re.compile(rb'"exit-code"\s*:\s*(-?\d+)')
 
 
@@ -112,6 +116,9 @@ class ExecResult(BaseModel):
     # With a program phase before the check: what the candidate's program itself printed
     # (stdout then stderr); '' when there was no such phase.
     program_output: str = ""
+    # With a program phase: the start of each file it created in the workspace (at most
+    # WRITTEN_FILES, WRITTEN_CHARS each), read before the checker ran.
+    written: dict[str, str] = {}
 
 
 class Sandbox:
@@ -170,9 +177,14 @@ class Sandbox:
             self._prepare(run_dir, workspace, task_dir, targets)
             has_task = task_dir is not None
             phases: list[_Phase] = []
+            written: dict[str, str] = {}
             if program is not None:
                 env = sandbox_env(task_dir_set=False)
+                before = regular_files(run_dir / "workspace")
                 phases.append(self._execute(program, run_dir, False, env, timeout_s))
+                new = regular_files(run_dir / "workspace") - before
+                written = heads_of(run_dir / "workspace", new, limit=WRITTEN_CHARS,
+                                   files=WRITTEN_FILES)  # fmt: skip
             first = phases[0][0] if phases else None
             removed: list[str] = []
             if first is not None:
@@ -190,6 +202,8 @@ class Sandbox:
             if log_path is not None:
                 _write_log(log_path, phases)
             result = _combined([phase[0] for phase in phases])
+            if written:
+                result = result.model_copy(update={"written": written})
             if removed:
                 note = "".join(
                     f"sandbox: removed {link} (points outside the workspace)\n" for link in removed

@@ -80,6 +80,34 @@ def remove_escaping_links(ws: Path) -> list[str]:
     return removed
 
 
+def regular_files(ws: Path) -> set[str]:
+    """Relative paths of the regular files under `ws` (links are not followed)."""
+    found: set[str] = set()
+    for root, dirs, files in os.walk(ws):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
+        for name in files:
+            path = os.path.join(root, name)
+            if not os.path.islink(path) and os.path.isfile(path):
+                found.add(os.path.relpath(path, ws))
+    return found
+
+
+def heads_of(ws: Path, names: set[str], *, limit: int, files: int) -> dict[str, str]:
+    """The first `limit` characters of up to `files` of `names` (sorted), as text; a file
+    the program replaced by a link or removed meanwhile is skipped, never followed."""
+    heads: dict[str, str] = {}
+    for rel in sorted(names)[:files]:
+        try:
+            fd = os.open(ws / rel, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as f:
+            raw = f.read(limit * 4 + 1)
+        text = raw.decode("utf-8", errors="replace")
+        heads[rel] = text if len(text) <= limit else text[:limit] + "..."
+    return heads
+
+
 def remove_tree(path: Path) -> None:
     if os.geteuid() != 0:
         # Generated code may chmod its directories to 0, which stops a non-root rmtree. Top-down

@@ -324,3 +324,52 @@ def test_missing_bubblewrap_is_a_sandbox_error(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(SandboxError, match="bubblewrap"):
         Sandbox(FAST)
+
+
+def test_the_start_of_what_the_program_wrote_reaches_a_check_that_names_the_file(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    # jsonl_01 on the 1.5B wrote "u1: 12.5" lines to result.json for two rounds; the check
+    # said only "result.json is not valid JSON: Expecting value (line 1, column 1)".
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "events.jsonl").write_text('{"user": "u1"}\n')
+    task = tmp_path / "task"
+    task.mkdir()
+    (task / "check.py").write_text(
+        "import json, sys\n"
+        "try:\n    json.load(open('result.json'))\n"
+        "except ValueError as exc:\n    sys.exit(f'result.json is not valid JSON: {exc}')\n"
+    )
+    program = (
+        "import os\n"
+        "open('result.json', 'w').write('u1: 12.5\\nu2: 3.0\\n' + 'x' * 500)\n"
+        "open('notes.txt', 'w').write('scratch')\n"
+        "os.symlink('/etc/hostname', 'link.json')\n"
+        "os.symlink('/etc', 'etcdir')\n"
+    )
+    result = sandbox.run(
+        'python "$TASK_DIR/check.py"', program="python solution.py",
+        files={"solution.py": program}, workspace=ws, task_dir=task, timeout_s=20,
+    )  # fmt: skip
+    # New regular files only: not the input, not the program, never through a link.
+    assert set(result.written) == {"result.json", "notes.txt"}
+    head = result.written["result.json"]
+    assert head.startswith("u1: 12.5\nu2: 3.0\nxxx") and head.endswith("...") and len(head) == 203
+    feedback = classify(result)
+    assert feedback.kind == "check_failed"
+    assert feedback.program_wrote is not None
+    assert feedback.program_wrote.startswith("result.json: 'u1: 12.5\\nu2: 3.0\\nxxx")
+    assert "notes.txt" not in feedback.program_wrote  # the check does not name it
+    assert "the program wrote: result.json: 'u1: 12.5" in feedback.compressed()
+    assert "the program wrote" not in feedback.compressed(program=False)
+
+
+def test_a_check_about_a_value_inside_the_file_gets_no_copy_of_it() -> None:
+    from agent.classify import program_wrote
+
+    written = {"result.json": '{"a": 1}', "out/report.md": "# R"}
+    assert program_wrote(written, "result.json['a']: wrong value, got 1") is None
+    assert program_wrote(written, "result.json: missing key 'b'") == "result.json: '{\"a\": 1}'"
+    assert program_wrote(written, "report.md has no title") == "out/report.md: '# R'"
+    assert program_wrote(written, "old_result.json.bak is stale") is None
