@@ -87,20 +87,45 @@ def _parse_problem(name: str, content: str) -> Feedback | None:
 
 def catches(files: Mapping[str, str], error_type: str) -> bool:
     """Does a Python file catch `error_type` (by its name, a builtin base's such as ValueError
-    for a UnicodeDecodeError, or bare) without raising again? Such a handler skips or
-    replaces what raised it. Unparsable files say nothing."""
+    for a UnicodeDecodeError, or bare) without raising again or reading the value another
+    way? Such a handler skips or replaces what raised it. A handler that calls again what
+    its `try` called, on something not constant (`strptime(text, other_format)`,
+    `float(text.replace(',', '.'))`), is a second way to read it, not a skip (dates_01: told
+    it skipped values while it parsed every one); `float('nan')` is a replacement. Unparsable
+    files say nothing."""
     builtin = getattr(builtins, error_type, None)
     bases = {c.__name__ for c in builtin.__mro__} if isinstance(builtin, type) else set()
     caught = {error_type, "Exception", "BaseException", "", *bases}
     for _, tree in _trees(files):
         for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.ExceptHandler)
-                and _names(node.type) & caught
-                and not any(isinstance(n, ast.Raise) for n in ast.walk(node))
-            ):
-                return True
+            if not isinstance(node, ast.Try):
+                continue
+            tried = {_called(call) for stmt in node.body for call in _calls(stmt)}
+            for handler in node.handlers:
+                if (
+                    _names(handler.type) & caught
+                    and not any(isinstance(n, ast.Raise) for n in ast.walk(handler))
+                    and not _reads_again(handler, tried)
+                ):
+                    return True
     return False
+
+
+def _calls(node: ast.AST) -> list[ast.Call]:
+    return [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+
+
+def _called(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "?")
+
+
+def _reads_again(handler: ast.ExceptHandler, tried: set[str]) -> bool:
+    return any(
+        _called(call) in tried and any(not isinstance(arg, ast.Constant) for arg in call.args)
+        for stmt in handler.body
+        for call in _calls(stmt)
+    )
 
 
 def _names(caught: ast.expr | None) -> set[str]:

@@ -220,6 +220,29 @@ def test_a_repair_that_catches_the_crash_on_the_input_is_told_so(
     assert (f"issue: {issue}" in last_prompt) == told
 
 
+@pytest.mark.parametrize(
+    ("handler", "skips"),
+    [
+        # Another format for what the first could not read (dates_01 on the 1.5B).
+        ("except ValueError:\n        return datetime.strptime(s, '%Y-%m-%dT%H:%M:%S%z')", False),
+        ("except ValueError:\n        v = float(s.replace(',', '.'))", False),
+        # Replaced by a constant, or by nothing: the values are lost.
+        ("except ValueError:\n        v = float('nan')", True),
+        ("except ValueError:\n        return None", True),
+        ("except ValueError:\n        print(s)\n        v = 0", True),
+    ],
+)
+def test_a_handler_that_reads_the_value_another_way_does_not_skip_it(
+    handler: str, skips: bool
+) -> None:
+    source = (
+        "from datetime import datetime\ndef parse(s):\n    try:\n"
+        "        v = datetime.strptime(s, '%Y-%m-%d') if '-' in s else float(s)\n"
+        f"    {handler}\n    return v\n"
+    )
+    assert catches({"s.py": source}, "ValueError") == skips
+
+
 def test_a_handler_of_a_builtin_base_catches_the_crash_too() -> None:
     handler = "try:\n    text = raw.decode()\nexcept {}:\n    text = ''\n"
     assert catches({"s.py": handler.format("ValueError")}, "UnicodeDecodeError")
