@@ -114,11 +114,12 @@ def program_wrote(written: dict[str, str], message: str) -> str | None:
     """The start of each file the program wrote that the check's message names as a whole
     (`result.json is not valid JSON`, `result.json: missing key 'x'`), quoted; None when it
     names none, or only a value inside it (`result.json['x']: wrong value`): such a check
-    already says what it read there."""
+    already says what it read there. A name without a suffix ('out') is too likely a word."""
     named = [
         f"{name}: {head!r}"
         for name, head in written.items()
-        if re.search(rf"(?<![\w.-]){re.escape(Path(name).name)}(?![\w\[-])", message)
+        if "." in Path(name).name
+        and re.search(rf"(?<![\w.-]){re.escape(Path(name).name)}(?![\w\[-]|\.\w)", message)
     ]
     return "; ".join(named) or None
 

@@ -28,6 +28,7 @@ import io
 import json
 import re
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -74,12 +75,15 @@ def input_evidence(
         "output key" if check_failed else "converted" if "ValueError" in message else "other"
     )
     found: list[str] = []
+    # Output keys quoted as a path (`result.json['T-04']`), not values the check got.
+    keys = frozenset(v for v in _literals(message) if check_failed and _as_key(v, message))
+    in_table = partial(_in_table, keys=keys)
     for literal in _literals(message)[:MAX_LITERALS]:
         # The strongest evidence in any file first: a table's cell or column, then a column
         # sharing the words of an output key, then the lines holding the literal.
         evidence = (
             line
-            for finder in (_in_table, _sharing_words, _lines_holding)
+            for finder in (in_table, _sharing_words, _lines_holding)
             for name, text, rows in tables
             if (line := finder(name, text, rows, literal, quoted))
         )
@@ -88,6 +92,10 @@ def input_evidence(
             if part not in found:  # two literals of one column: the column once
                 found.append(part)
     return "\n".join(found) or None
+
+
+def _as_key(value: str, message: str) -> bool:
+    return f"[{value!r}]" in message or f"[{json.dumps(value)}]" in message
 
 
 def crashed_on_data(error_type: str | None, message: str | None, workspace: Path | None) -> bool:
@@ -135,7 +143,7 @@ def _data_fault(error_type: str, values: list[str], text: str) -> bool:
         cells = {cell.strip() for row in body for cell in row}
         return any(value.strip() in cells for value in values)
     if rows:
-        as_read = next(csv.reader(io.StringIO(text)), [])
+        as_read = _default_header(text)
         header = {_loosely(cell) for cell in rows[0]}
         if any(v not in as_read and _loosely(v) in header for v in values):
             return True
@@ -215,7 +223,7 @@ def input_profile(workspace: Path | None) -> list[str]:
         rows = [] if _is_json(text) else _csv_rows(text)  # JSON lines are not columns
         if not rows:
             continue
-        read = next(csv.reader(io.StringIO(text)), [])
+        read = _default_header(text)
         if any(not _PLAIN_NAME.fullmatch(cell) for cell in read):
             lines.append(f"the header of {name} as Python reads it: {read!r}")
         for title, values in zip(rows[0], _columns(rows), strict=True):
@@ -328,7 +336,12 @@ def _input_files(workspace: Path) -> Iterator[tuple[Path, bytes]]:
 
 
 def _in_table(
-    name: Path, text: str, rows: list[list[str]], literal: str, quoted: Quoted
+    name: Path,
+    text: str,
+    rows: list[list[str]],
+    literal: str,
+    quoted: Quoted,
+    keys: frozenset[str] = frozenset(),
 ) -> str | None:
     """What a delimited file's header and cells show about `literal` (see the module's list)."""
     if not rows:
@@ -339,20 +352,22 @@ def _in_table(
         # An output key named after a column: its value comes from that column's values.
         column = names.index(_loosely(literal))
         return _column_line(name, header[column], _columns(rows)[column])
-    if quoted != "output key" and _loosely(literal) in names:
+    if quoted == "other" and _loosely(literal) in names:
         # A header name the program did not find: how the csv module reads the header by
         # default (a BOM, stray spaces, another case, or the whole line as one name when the
         # delimiter is not a comma).
-        read = next(csv.reader(io.StringIO(text)), [])
+        read = _default_header(text)
         if literal not in read:
             return f"the header of {name} as Python reads it: {read!r}"
+    if quoted == "converted" and literal not in header and _loosely(literal) in names:
+        return f"the header of {name} as Python reads it: {header!r}"
     if quoted == "converted" and literal in header and not any(literal in row for row in body):
         # A program converting a column name parsed the header row as data.
         return f"{literal!r} is a column name, in the header row of {name}: {header!r}"
     for column, values in enumerate(_columns(rows)):
         if any(value.strip() == literal.strip() for value in values):
             line = _column_line(name, header[column], values)
-            group = _group_line(name, rows, column, literal) if quoted == "output key" else None
+            group = _group_line(name, rows, column, literal) if literal in keys else None
             return f"{line}\n{group}" if group else line
     return None
 
@@ -371,14 +386,22 @@ def _group_line(name: Path, rows: list[list[str]], column: int, literal: str) ->
     others = sorted((k for k in range(len(header)) if k != column), key=worded.__getitem__)[:3]
     parts = []
     for k in others:
-        values = [row[k] for row in group if k < len(row)]
-        shown = _within(values, MAX_LISTED)
+        values = [row[k] if k < len(row) else "" for row in group]
+        shown = _within([v if len(v) <= 60 else v[:57] + "..." for v in values], MAX_LISTED)
         more = f" ... ({len(values)} in all)" if len(shown) < len(values) else ""
         parts.append(f"{header[k]!r}: {', '.join(map(repr, shown))}{more}")
     return (
         f"the {len(group)} of {len(body)} rows of {name} whose {header[column]!r} is "
         f"{literal!r} hold {'; '.join(parts)}"
     )
+
+
+def _default_header(text: str) -> list[str]:
+    """The first row as `csv.reader` reads it with its defaults (a comma), [] if it cannot."""
+    try:
+        return next(csv.reader(io.StringIO(text)), [])
+    except csv.Error:
+        return []
 
 
 def _within(values: list[str], limit: int) -> list[str]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib
+import re
 from functools import cache
 
 from agent.candidate import Candidate
@@ -45,7 +46,7 @@ MODULES = (
 FROM = {
     "bisect": "bisect_left bisect_right insort",
     "collections": "ChainMap Counter OrderedDict defaultdict deque namedtuple",
-    "datetime": "date timedelta timezone",
+    "datetime": "timedelta timezone",
     "decimal": "Decimal InvalidOperation ROUND_HALF_EVEN ROUND_HALF_UP",
     "fractions": "Fraction",
     "functools": "cmp_to_key lru_cache reduce total_ordering",
@@ -59,6 +60,10 @@ FROM = {
 }
 _FROM = {name: module for module, names in FROM.items() for name in names.split()}
 _BUILTINS = frozenset(dir(builtins))
+_CONTAINER_ATTRIBUTES = frozenset().union(*(dir(t) for t in (list, dict, set, str)))
+_LINE_ENDS = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+# A first line `#!...` or a coding cookie in line 1 or 2 (PEP 263) stays first.
+_HEADER_LINE = re.compile(r"#!|#.*coding[:=]")
 
 
 def complete_imports(candidate: Candidate) -> Candidate:
@@ -81,9 +86,10 @@ def missing_imports_added(source: str) -> str:
     lines = [line for name in sorted(free) if (line := _import_for(name, tree)) is not None]
     if not lines:
         return source
-    at = _insert_line(tree)
-    text = source.splitlines(keepends=True)
-    if at and not text[at - 1].endswith("\n"):
+    # Lines as the parser counts them (\n, \r\n, \r), not str.splitlines' (\x0c, \u2028).
+    text = [piece for piece in _LINE_ENDS.split(source) if piece]
+    at = _insert_line(tree, text)
+    if at and not text[at - 1].endswith(("\n", "\r")):
         text[at - 1] += "\n"
     return "".join(text[:at] + [line + "\n" for line in lines] + text[at:])
 
@@ -120,7 +126,10 @@ def _import_for(name: str, tree: ast.Module) -> str | None:
         member = getattr(module, name, None)
         if not bare and all(hasattr(module, a) for a in attributes):
             return f"import {name}"
-        if member is not None and all(hasattr(member, a) for a in attributes):
+        # The same-named member (`datetime.strptime`, `bisect(xs, x)`) only for attributes a
+        # list, dict, set or str lacks: `array.append(x)` is a list the program forgot.
+        distinctive = not attributes or bool(attributes - _CONTAINER_ATTRIBUTES)
+        if member is not None and distinctive and all(hasattr(member, a) for a in attributes):
             return f"from {name} import {name}"
         return None
     module_name = _FROM.get(name)
@@ -151,9 +160,12 @@ def _module(name: str) -> object:
     return importlib.import_module(name)
 
 
-def _insert_line(tree: ast.Module) -> int:
-    """The line after the module docstring and any `from __future__` imports (0: the top)."""
+def _insert_line(tree: ast.Module, lines: list[str]) -> int:
+    """The line after a shebang or coding line, the module docstring and any `from __future__`
+    imports (0: the top)."""
     at = 0
+    while at < min(2, len(lines)) and _HEADER_LINE.match(lines[at]):
+        at += 1
     for index, node in enumerate(tree.body):
         docstring = (
             index == 0
@@ -164,5 +176,5 @@ def _insert_line(tree: ast.Module) -> int:
         future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
         if not (docstring or future):
             break
-        at = node.end_lineno or at
+        at = max(at, node.end_lineno or at)
     return at

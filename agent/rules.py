@@ -98,9 +98,9 @@ def catches(files: Mapping[str, str], error_type: str) -> bool:
     caught = {error_type, "Exception", "BaseException", "", *bases}
     for _, tree in _trees(files):
         for node in ast.walk(tree):
-            if not isinstance(node, ast.Try):
+            if not isinstance(node, (ast.Try, ast.TryStar)):
                 continue
-            tried = {_called(call) for stmt in node.body for call in _calls(stmt)}
+            tried = {_called(call) for stmt in node.body for call in _used_calls(stmt)}
             for handler in node.handlers:
                 if (
                     _names(handler.type) & caught
@@ -111,8 +111,13 @@ def catches(files: Mapping[str, str], error_type: str) -> bool:
     return False
 
 
-def _calls(node: ast.AST) -> list[ast.Call]:
-    return [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+def _used_calls(stmt: ast.stmt) -> list[ast.Call]:
+    """The calls of a statement whose result is used: all but the outermost call of an
+    expression statement (`bad.append(x)`, `print(...)`, `log(...)` are actions)."""
+    calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call)]
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        calls.remove(stmt.value)
+    return calls
 
 
 def _called(call: ast.Call) -> str:
@@ -121,10 +126,22 @@ def _called(call: ast.Call) -> str:
 
 
 def _reads_again(handler: ast.ExceptHandler, tried: set[str]) -> bool:
+    """Does the handler use the result of a call its try made, on a value that is neither a
+    constant (`float('nan')`, `float(DEFAULT)`) nor the exception itself?"""
+
+    def variable(arg: ast.expr) -> bool:
+        return any(
+            isinstance(n, ast.Name)
+            and n.id != handler.name
+            and not n.id.isupper()
+            and not hasattr(builtins, n.id)
+            for n in ast.walk(arg)
+        )
+
     return any(
-        _called(call) in tried and any(not isinstance(arg, ast.Constant) for arg in call.args)
+        _called(call) in tried and any(map(variable, call.args))
         for stmt in handler.body
-        for call in _calls(stmt)
+        for call in _used_calls(stmt)
     )
 
 

@@ -61,7 +61,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
 
@@ -116,8 +116,9 @@ class ExecResult(BaseModel):
     # With a program phase before the check: what the candidate's program itself printed
     # (stdout then stderr); '' when there was no such phase.
     program_output: str = ""
-    # With a program phase: the start of each file it created in the workspace (at most
-    # WRITTEN_FILES, WRITTEN_CHARS each), read before the checker ran.
+    # With a program phase that exited 0: the start of each file it created in the
+    # workspace (at most WRITTEN_FILES, those the check command names first; WRITTEN_CHARS
+    # each), read before the checker ran.
     written: dict[str, str] = {}
 
 
@@ -182,9 +183,14 @@ class Sandbox:
                 env = sandbox_env(task_dir_set=False)
                 before = regular_files(run_dir / "workspace")
                 phases.append(self._execute(program, run_dir, False, env, timeout_s))
-                new = regular_files(run_dir / "workspace") - before
-                written = heads_of(run_dir / "workspace", new, limit=WRITTEN_CHARS,
-                                   files=WRITTEN_FILES)  # fmt: skip
+                if phases[0][0].exit_code == 0 and not phases[0][0].timed_out:
+                    # Exited by itself: every process of its namespace is gone.
+                    new = regular_files(run_dir / "workspace") - before
+                    named = sorted(
+                        new, key=lambda rel: (PurePosixPath(rel).name not in command, rel)
+                    )
+                    written = heads_of(run_dir / "workspace", named[:WRITTEN_FILES],
+                                       limit=WRITTEN_CHARS)  # fmt: skip
             first = phases[0][0] if phases else None
             removed: list[str] = []
             if first is not None:

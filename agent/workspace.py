@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import posixpath
 import shutil
+import stat
 from pathlib import Path, PurePosixPath
 
 from agent.errors import UnsafePathError
@@ -92,20 +93,38 @@ def regular_files(ws: Path) -> set[str]:
     return found
 
 
-def heads_of(ws: Path, names: set[str], *, limit: int, files: int) -> dict[str, str]:
-    """The first `limit` characters of up to `files` of `names` (sorted), as text; a file
-    the program replaced by a link or removed meanwhile is skipped, never followed."""
+def heads_of(ws: Path, names: list[str], *, limit: int) -> dict[str, str]:
+    """The first `limit` characters of each of `names` (paths relative to `ws`), as text.
+
+    Called only once every process of the run is gone. Even so each path is opened one
+    component at a time without following links, and only a regular file is read (never a
+    FIFO or device, never more than a few KiB); anything else is skipped."""
     heads: dict[str, str] = {}
-    for rel in sorted(names)[:files]:
-        try:
-            fd = os.open(ws / rel, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            continue
-        with os.fdopen(fd, "rb") as f:
-            raw = f.read(limit * 4 + 1)
-        text = raw.decode("utf-8", errors="replace")
-        heads[rel] = text if len(text) <= limit else text[:limit] + "..."
+    for rel in names:
+        raw = _read_head(ws, PurePosixPath(rel).parts, limit * 4 + 1)
+        if raw is not None:
+            text = raw.decode("utf-8", errors="replace")
+            heads[rel] = text if len(text) <= limit else text[:limit] + "..."
     return heads
+
+
+def _read_head(ws: Path, parts: tuple[str, ...], size: int) -> bytes | None:
+    nofollow = os.O_NOFOLLOW | os.O_CLOEXEC
+    fds: list[int] = []
+    try:
+        fds.append(os.open(ws, os.O_RDONLY | os.O_DIRECTORY | nofollow))
+        for part in parts[:-1]:
+            fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=fds[-1]))
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | nofollow
+        fds.append(os.open(parts[-1], flags, dir_fd=fds[-1]))
+        if not stat.S_ISREG(os.fstat(fds[-1]).st_mode):
+            return None
+        return os.read(fds[-1], size)
+    except OSError:
+        return None
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def remove_tree(path: Path) -> None:

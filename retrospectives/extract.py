@@ -316,7 +316,8 @@ def with_change(fix: str, change: str) -> str:
     if not prose:
         return tail
     # The prose gives way, not the change: it is the part that was checked.
-    return _shortened(prose, _FIX_CHARS - len(tail) - 2) + ". " + tail
+    short = _shortened(prose, _FIX_CHARS - len(tail) - 2)
+    return short + (" " if short.endswith(("...", "?", "!")) else ". ") + tail
 
 
 def _shortened(prose: str, limit: int) -> str:

@@ -230,14 +230,20 @@ def test_a_repair_that_catches_the_crash_on_the_input_is_told_so(
         ("except ValueError:\n        v = float('nan')", True),
         ("except ValueError:\n        return None", True),
         ("except ValueError:\n        print(s)\n        v = 0", True),
+        # Calls that are actions, or on a constant or the exception: still a skip.
+        ("except ValueError:\n        bad.append(s)\n        v = 0", True),
+        ("except ValueError as e:\n        v = float(str(e))", True),
+        ("except ValueError:\n        v = float(DEFAULT)", True),
+        ("except* ValueError:\n        v = 0", True),
     ],
 )
 def test_a_handler_that_reads_the_value_another_way_does_not_skip_it(
     handler: str, skips: bool
 ) -> None:
     source = (
-        "from datetime import datetime\ndef parse(s):\n    try:\n"
-        "        v = datetime.strptime(s, '%Y-%m-%d') if '-' in s else float(s)\n"
+        "from datetime import datetime\ndef parse(s, bad):\n    try:\n"
+        "        v = datetime.strptime(s, '%Y-%m-%d') if '-' in s else float(str(s))\n"
+        "        bad.append(v)\n"
         f"    {handler}\n    return v\n"
     )
     assert catches({"s.py": source}, "ValueError") == skips
@@ -665,3 +671,26 @@ def test_a_wrong_figure_of_a_group_shows_the_groups_rows(tmp_path: Path) -> None
     )
     # A crash quoting a group's name is not about the output: no group line.
     assert "rows of r.csv whose" not in (input_evidence("KeyError: 'T-04'", ws) or "")
+
+
+def test_a_header_cell_converted_in_a_semicolon_file_is_still_the_header_read_as_data(
+    tmp_path: Path,
+) -> None:
+    ws = workspace(tmp_path, {"s.csv": "id;qty\nA;3\nB;4\n"})
+    text = input_evidence("ValueError: invalid literal for int() with base 10: 'qty'", ws)
+    assert text == "'qty' is a column name, in the header row of s.csv: ['id', 'qty']"
+
+
+def test_a_group_line_is_for_keys_only_and_stays_short_on_long_or_missing_cells(
+    tmp_path: Path,
+) -> None:
+    long = "x" * 3000
+    rows = f"plan,active,note\npro,yes,{long}\npro,yes\nfree,no,n\n"
+    ws = workspace(tmp_path, {"s.csv": rows})
+    # A value the check got ('yes') is no group of the output.
+    got = input_evidence("result.json['n']: got 'yes'", ws, check_failed=True) or ""
+    assert "rows of s.csv whose 'active'" not in got
+    text = input_evidence("result.json['pro']: wrong value", ws, check_failed=True) or ""
+    group = next(line for line in text.splitlines() if line.startswith("the 2 of 3 rows"))
+    assert len(group) < 300
+    assert "'note': '" + "x" * 57 + "...', ''" in group  # the short row's cell is ''

@@ -74,6 +74,9 @@ def test_names_used_bare_that_mean_one_thing_are_imported_from_their_module() ->
         "from os.path import *\nprint(Counter('ab'))\n",
         # Does not parse: the check reports the syntax error as the model wrote it.
         "def f(:\n    return json.dumps(1)\n",
+        # A list the program forgot, under a module's name; a forgotten variable `date`.
+        "array.append(1)\n",
+        "out = {}\nout[date] = 1\n",
         # Imported already, under another name too.
         "import json as j\nimport collections\nprint(j.dumps(collections.Counter('a')))\n",
     ],
@@ -106,3 +109,27 @@ def test_a_draft_that_forgot_its_import_passes_in_round_one(tmp_path: Path) -> N
     result = agent_for(llm, tmp_path).run(make_task(tmp_path))
     assert result.passed and len(result.rounds) == 1
     assert result.rounds[0].candidate.files["solution.py"].startswith("import json\n")
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # Lines as the parser counts them: a form feed or U+2028 is no line end to it.
+        ('"""Doc."""\n\x0c\nfrom __future__ import annotations\nprint(json.dumps(1))\n',
+         '"""Doc."""\n\x0c\nfrom __future__ import annotations\nimport json\n'
+         "print(json.dumps(1))\n"),
+        ('"""Doc\u2028more."""\nprint(json.dumps(1))\n',
+         '"""Doc\u2028more."""\nimport json\nprint(json.dumps(1))\n'),
+        # A shebang and a coding cookie stay first.
+        ("#!/usr/bin/env python\n# -*- coding: utf-8 -*-\nprint(json.dumps(1))\n",
+         "#!/usr/bin/env python\n# -*- coding: utf-8 -*-\nimport json\nprint(json.dumps(1))\n"),
+        ('"""D."""\r\nprint(json.dumps(1))\r\n',
+         '"""D."""\r\nimport json\nprint(json.dumps(1))\r\n'),
+    ],
+)  # fmt: skip
+def test_imports_go_after_the_header_lines_as_the_parser_counts_them(
+    source: str, expected: str
+) -> None:
+    added = missing_imports_added(source)
+    assert added == expected
+    compile(added, "s.py", "exec")

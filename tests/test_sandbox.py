@@ -341,26 +341,31 @@ def test_the_start_of_what_the_program_wrote_reaches_a_check_that_names_the_file
         "try:\n    json.load(open('result.json'))\n"
         "except ValueError as exc:\n    sys.exit(f'result.json is not valid JSON: {exc}')\n"
     )
+    check = 'python "$TASK_DIR/check.py" result.json'
+
     program = (
         "import os\n"
         "open('result.json', 'w').write('u1: 12.5\\nu2: 3.0\\n' + 'x' * 500)\n"
         "open('notes.txt', 'w').write('scratch')\n"
         "os.symlink('/etc/hostname', 'link.json')\n"
         "os.symlink('/etc', 'etcdir')\n"
+        "os.mkfifo('pipe.json')\n"
+        "for name in ('a.txt', 'b.txt', 'c.txt'):\n    open(name, 'w').write(name)\n"
     )
     result = sandbox.run(
-        'python "$TASK_DIR/check.py"', program="python solution.py",
+        check, program="python solution.py",
         files={"solution.py": program}, workspace=ws, task_dir=task, timeout_s=20,
     )  # fmt: skip
-    # New regular files only: not the input, not the program, never through a link.
-    assert set(result.written) == {"result.json", "notes.txt"}
+    # New regular files only (not the input, the program, a link or a FIFO), at most three,
+    # the one the check command names first.
+    assert set(result.written) == {"result.json", "a.txt", "b.txt"}
     head = result.written["result.json"]
     assert head.startswith("u1: 12.5\nu2: 3.0\nxxx") and head.endswith("...") and len(head) == 203
     feedback = classify(result)
     assert feedback.kind == "check_failed"
     assert feedback.program_wrote is not None
     assert feedback.program_wrote.startswith("result.json: 'u1: 12.5\\nu2: 3.0\\nxxx")
-    assert "notes.txt" not in feedback.program_wrote  # the check does not name it
+    assert "a.txt" not in feedback.program_wrote  # the check's message does not name it
     assert "the program wrote: result.json: 'u1: 12.5" in feedback.compressed()
     assert "the program wrote" not in feedback.compressed(program=False)
 
@@ -373,3 +378,15 @@ def test_a_check_about_a_value_inside_the_file_gets_no_copy_of_it() -> None:
     assert program_wrote(written, "result.json: missing key 'b'") == "result.json: '{\"a\": 1}'"
     assert program_wrote(written, "report.md has no title") == "out/report.md: '# R'"
     assert program_wrote(written, "old_result.json.bak is stale") is None
+    assert program_wrote(written, "result.json.total is missing") is None
+    assert program_wrote(written, "wrote result.json.") == "result.json: '{\"a\": 1}'"
+    assert program_wrote({"out": "x"}, "check out: the totals") is None
+
+
+def test_a_program_that_crashed_leaves_no_written_heads(sandbox: Sandbox, tmp_path: Path) -> None:
+    # Only a program that exited by itself is read after: none of its processes is left.
+    result = sandbox.run(
+        "true", program="python solution.py", workspace=None, task_dir=None, timeout_s=20,
+        files={"solution.py": "open('result.json', 'w').write('{}')\nraise SystemExit(3)\n"},
+    )  # fmt: skip
+    assert result.written == {}

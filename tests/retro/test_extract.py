@@ -325,7 +325,9 @@ def test_a_long_fix_gives_way_to_the_verified_change() -> None:
     cut = with_change("Check each score first. " + "then skip the empty value " * 30, change)
     assert cut.startswith(f"Check each score first. {CHANGE_MARK}")
     one = with_change("skip the empty value " * 40, long_change)
-    prose = one.split(f". {CHANGE_MARK}")[0]
+    prose = one.split(f" {CHANGE_MARK}")[0]
+    assert not prose.endswith("....")
+    assert with_change("Did it parse?", long_change).startswith(f"Did it parse? {CHANGE_MARK}")
     assert prose.endswith("...") and prose[:-3].split()[-1] in {"skip", "the", "empty", "value"}
     assert len(one) <= 500
 
