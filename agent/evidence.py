@@ -6,12 +6,14 @@ refiner needs the range of formats, not one instance. So when an error message q
 value that occurs in an input file, the feedback also shows, from that file:
 
 - a CSV cell: the column's other distinct values, varied formats first;
-- a header name the program looked up (KeyError 'department'): the header exactly as
-  Python reads it (a BOM, stray spaces or another delimiter become visible);
+- a header name the program looked up (KeyError 'department'): the header as the csv
+  module reads it by default (a BOM, stray spaces or another delimiter become visible);
 - a column name the program met as a value (`int('qty')`: the header row parsed as data):
   that it is a column name, and the header row;
 - a wrong output value whose key names a column (`result.json['pro']['active']: got 1`, or
   `['recommend_pct']` beside a column `would_recommend`): that column's distinct values;
+- a wrong output value whose key is a cell of a column (`result.json['T-04']['avg']`):
+  also the rows of that group, how many and their other columns' values;
 - anything else: the first lines that contain it;
 - a decoding error at byte position N: the raw bytes around N;
 - a check's verdict on wrong values: also the rows that repeat an earlier row exactly.
@@ -23,8 +25,6 @@ which holds what the checker compares against.
 from __future__ import annotations
 
 import ast
-import csv
-import io
 import json
 import re
 from collections.abc import Iterator
@@ -32,19 +32,22 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from agent.readings import CODES, as_numbers, yes_no
+from agent.readings import CODES
+from agent.tables import (
+    column_line,
+    columns,
+    csv_rows,
+    default_header,
+    group_line,
+    is_json,
+    loosely,
+    shape,
+)
 
 # A Python repr of a string inside an error message: '...' or "..." with escapes.
 _QUOTED = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\"""")
 _DECODE = re.compile(r"can't decode byte (0x[0-9a-f]{2}) in position (\d+)")
-_DELIMITERS = (",", ";", "\t", "|")
 MAX_FILE_BYTES = 5_000_000
-# A column's distinct values shown: a column of at most MAX_CASES distinct values whole (the
-# set of cases a program must handle: eleven spellings of yes and no), as far as they fit in
-# MAX_LISTED characters; a longer one MAX_VALUES of them, varied formats first.
-MAX_CASES = 16
-MAX_VALUES = 8
-MAX_LISTED = 200
 MAX_LITERALS = 2
 MAX_PROFILE_LINES = 2
 # What needs no second look: a header of plain names, a column of words or plain numbers.
@@ -68,7 +71,7 @@ def input_evidence(
     if decode:
         return _decode_evidence(files, int(decode.group(1), 16), int(decode.group(2)))
     tables = [
-        (path.relative_to(workspace), text, [] if _is_json(text) else _csv_rows(text))
+        (path.relative_to(workspace), text, [] if is_json(text) else csv_rows(text))
         for path, text in ((p, raw.decode("utf-8", errors="replace")) for p, raw in files)
     ]
     quoted: Quoted = (
@@ -136,18 +139,18 @@ def _literal(quoted: str) -> str | None:
 def _data_fault(error_type: str, values: list[str], text: str) -> bool:
     """Does one file of the input hold the fault (see `crashed_on_data`) for one of `values`?
     The file is parsed once, whatever the number of values."""
-    rows = _csv_rows(text)
+    rows = csv_rows(text)
     if error_type == "ValueError":
         # A file of one column is its lines; the first row is a header's (or one value lost).
         body = rows[1:] if rows else [[line] for line in text.splitlines()[1:]]
         cells = {cell.strip() for row in body for cell in row}
         return any(value.strip() in cells for value in values)
     if rows:
-        as_read = _default_header(text)
-        header = {_loosely(cell) for cell in rows[0]}
-        if any(v not in as_read and _loosely(v) in header for v in values):
+        as_read = default_header(text)
+        header = {loosely(cell) for cell in rows[0]}
+        if any(v not in as_read and loosely(v) in header for v in values):
             return True
-    if not _is_json(text):
+    if not is_json(text):
         return False  # no record can lack a key
     records = [r for r in _json_records(text) if isinstance(r, dict)]
     return any(
@@ -220,15 +223,15 @@ def input_profile(workspace: Path | None) -> list[str]:
             around = raw[max(0, exc.start - 20) : exc.start + 20]
             lines.append(f"bytes around position {exc.start} of {name}: {around!r}")
             continue
-        rows = [] if _is_json(text) else _csv_rows(text)  # JSON lines are not columns
+        rows = [] if is_json(text) else csv_rows(text)  # JSON lines are not columns
         if not rows:
             continue
-        read = _default_header(text)
+        read = default_header(text)
         if any(not _PLAIN_NAME.fullmatch(cell) for cell in read):
             lines.append(f"the header of {name} as Python reads it: {read!r}")
-        for title, values in zip(rows[0], _columns(rows), strict=True):
-            if _unusual({_shape(v) for v in set(values)}) or _case_variants(values):
-                lines.append(_column_line(name, title, values))
+        for title, values in zip(rows[0], columns(rows), strict=True):
+            if _unusual({shape(v) for v in set(values)}) or _case_variants(values):
+                lines.append(column_line(name, title, values))
         repeats = _repeated_rows(name, rows)
         if repeats:
             lines.append(repeats)
@@ -257,7 +260,7 @@ def _repeated_rows(name: Path, rows: list[list[str]]) -> str | None:
         seen.setdefault(key, row)
     unique = [
         title
-        for title, values in zip(rows[0], _columns([rows[0], *seen.values()]), strict=True)
+        for title, values in zip(rows[0], columns([rows[0], *seen.values()]), strict=True)
         if len(set(values)) == len(values) == len(seen)
     ]
     if not unique or len(seen) < 5 or not 0 < len(repeats) <= (len(rows) - 1) / 3:
@@ -347,71 +350,29 @@ def _in_table(
     if not rows:
         return None
     header, body = rows[0], rows[1:]
-    names = [_loosely(cell) for cell in header]
-    if quoted == "output key" and _loosely(literal) in names and body:
+    names = [loosely(cell) for cell in header]
+    if quoted == "output key" and loosely(literal) in names and body:
         # An output key named after a column: its value comes from that column's values.
-        column = names.index(_loosely(literal))
-        return _column_line(name, header[column], _columns(rows)[column])
-    if quoted == "other" and _loosely(literal) in names:
+        column = names.index(loosely(literal))
+        return column_line(name, header[column], columns(rows)[column])
+    if quoted == "other" and loosely(literal) in names:
         # A header name the program did not find: how the csv module reads the header by
         # default (a BOM, stray spaces, another case, or the whole line as one name when the
         # delimiter is not a comma).
-        read = _default_header(text)
+        read = default_header(text)
         if literal not in read:
             return f"the header of {name} as Python reads it: {read!r}"
-    if quoted == "converted" and literal not in header and _loosely(literal) in names:
+    if quoted == "converted" and literal not in header and loosely(literal) in names:
         return f"the header of {name} as Python reads it: {header!r}"
     if quoted == "converted" and literal in header and not any(literal in row for row in body):
         # A program converting a column name parsed the header row as data.
         return f"{literal!r} is a column name, in the header row of {name}: {header!r}"
-    for column, values in enumerate(_columns(rows)):
+    for column, values in enumerate(columns(rows)):
         if any(value.strip() == literal.strip() for value in values):
-            line = _column_line(name, header[column], values)
-            group = _group_line(name, rows, column, literal) if literal in keys else None
+            line = column_line(name, header[column], values)
+            group = group_line(name, rows, column, literal) if literal in keys else None
             return f"{line}\n{group}" if group else line
     return None
-
-
-def _group_line(name: Path, rows: list[list[str]], column: int, literal: str) -> str | None:
-    """The rows of a group an output key names ('T-04' of column 'sensor'): how many, and
-    the values of up to three other columns in row order, columns without letters (amounts,
-    counts, dates) first. A wrong average or total shows the values it came from, repeated
-    rows and all. None for a single row (an id, not a group)."""
-    header, body = rows[0], rows[1:]
-    group = [row for row in body if column < len(row) and row[column].strip() == literal.strip()]
-    if len(group) < 2:
-        return None
-    columns = _columns(rows)
-    worded = [any(ch.isalpha() for v in values for ch in v) for values in columns]
-    others = sorted((k for k in range(len(header)) if k != column), key=worded.__getitem__)[:3]
-    parts = []
-    for k in others:
-        values = [row[k] if k < len(row) else "" for row in group]
-        shown = _within([v if len(v) <= 60 else v[:57] + "..." for v in values], MAX_LISTED)
-        more = f" ... ({len(values)} in all)" if len(shown) < len(values) else ""
-        parts.append(f"{header[k]!r}: {', '.join(map(repr, shown))}{more}")
-    return (
-        f"the {len(group)} of {len(body)} rows of {name} whose {header[column]!r} is "
-        f"{literal!r} hold {'; '.join(parts)}"
-    )
-
-
-def _default_header(text: str) -> list[str]:
-    """The first row as `csv.reader` reads it with its defaults (a comma), [] if it cannot."""
-    try:
-        return next(csv.reader(io.StringIO(text)), [])
-    except csv.Error:
-        return []
-
-
-def _within(values: list[str], limit: int) -> list[str]:
-    """The first values whose listing fits in `limit` characters (at least one)."""
-    shown: list[str] = []
-    for value in values:
-        if shown and len(", ".join(repr(v) for v in [*shown, value])) > limit:
-            break
-        shown.append(value)
-    return shown
 
 
 def _sharing_words(
@@ -427,7 +388,7 @@ def _sharing_words(
     if not best or shared.count(best) > 1:
         return None
     column = shared.index(best)
-    return _column_line(name, rows[0][column], _columns(rows)[column])
+    return column_line(name, rows[0][column], columns(rows)[column])
 
 
 def _lines_holding(
@@ -442,66 +403,6 @@ def _lines_holding(
 
 def _name_words(name: str) -> set[str]:
     return {w for w in re.findall(r"[a-z]+", name.lower()) if len(w) >= 4}
-
-
-def _is_json(text: str) -> bool:
-    return text.lstrip("\ufeff \n\t")[:1] in ("{", "[")
-
-
-def _columns(rows: list[list[str]]) -> list[list[str]]:
-    """Each header cell's values in the body (short rows give none)."""
-    body = rows[1:]
-    return [[row[c] for row in body if c < len(row)] for c in range(len(rows[0]))]
-
-
-def _csv_rows(text: str) -> list[list[str]]:
-    """The rows of a delimited file, or [] when it does not look like one."""
-    first = text.split("\n", 1)[0]
-    delimiter = max(_DELIMITERS, key=first.count)
-    if first.count(delimiter) == 0:
-        return []
-    try:
-        rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
-    except csv.Error:
-        return []
-    return [row for row in rows if row]
-
-
-def _loosely(name: str) -> str:
-    return name.strip().lstrip("\ufeff").strip().lower()
-
-
-_DIGITS, _LETTERS = re.compile(r"\d+"), re.compile(r"[^\W\d_]+")
-
-
-def _shape(value: str) -> str:
-    """Digits become 9 and letters a, runs collapsed: '$4,332.59' -> '$9,9.9'.
-
-    Spaces and the currency sign stay: ' $99.65 ' and '€99.65' are other formats to show the
-    refiner. `memory.lexical.shape` is the coarser form recall matches across tasks."""
-    return _LETTERS.sub("a", _DIGITS.sub("9", value))
-
-
-def _column_line(name: Path, column: str, values: list[str]) -> str:
-    distinct = list(dict.fromkeys(values))
-    by_shape: dict[str, str] = {}
-    for value in distinct:
-        by_shape.setdefault(_shape(value), value)
-    ordered = list(by_shape.values())
-    ordered += [v for v in distinct if v not in ordered]
-    shown: list[str] = []
-    for value in ordered[: MAX_CASES if len(ordered) <= MAX_CASES else MAX_VALUES]:
-        if shown and len(", ".join(repr(v) for v in [*shown, value])) > MAX_LISTED:
-            break
-        shown.append(value)
-    listed = ", ".join(repr(v) for v in shown)
-    # Yes/no answers are sorted only when all of them are listed.
-    whole = len(shown) == len(distinct)
-    meaning = (yes_no(distinct) if whole else None) or as_numbers(distinct, list(by_shape.values()))
-    return (
-        f"values of column {column!r} in {name} ({len(shown)} of {len(distinct)} distinct, "
-        f"varied formats first): {listed}" + (f"; {meaning}" if meaning else "")
-    )
 
 
 def _decode_evidence(files: list[tuple[Path, bytes]], byte: int, position: int) -> str | None:
