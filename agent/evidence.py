@@ -281,7 +281,9 @@ _SYMBOL_VALUE = re.compile(
 
 
 def input_symbols(workspace: Path | None) -> str | None:
-    """One line quoting a value for each data symbol anywhere in the input files, or None.
+    """One line quoting a value for each data symbol anywhere in the input files, and one
+    quoting a cell that marks a missing value ('', 'N/A', '-') if a delimited file has one;
+    None when there is neither.
 
     The heads and the profile show a file's first lines and its delimited columns; a '$' on
     line 500 of a log, in a JSON file or after a title line shows in neither. Recall's data
@@ -291,7 +293,8 @@ def input_symbols(workspace: Path | None) -> str | None:
     if workspace is None or not workspace.is_dir():
         return None
     found: dict[str, str] = {}
-    for _, raw in _input_files(workspace):
+    files = list(_input_files(workspace))
+    for _, raw in files:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -300,9 +303,29 @@ def input_symbols(workspace: Path | None) -> str | None:
             value = match.group(0)
             for kind in [c for c in value if c in "\ufeff$€£¥%;|"] or ["code"]:
                 found.setdefault(kind, value)
-    if not found:
-        return None
-    return "values with data symbols in the input: " + ", ".join(repr(v) for v in found.values())
+    missing = _missing_cell(files)
+    lines = [
+        *(["values with data symbols in the input: " + ", ".join(map(repr, found.values()))]
+          if found else []),
+        *([f"a missing value in the input: {missing!r}"] if missing is not None else []),
+    ]  # fmt: skip
+    return "\n".join(lines) or None
+
+
+# Cells that mark a value as absent (`memory.lexical`'s "∅" mark reads them when quoted).
+_MISSING_CELLS = frozenset({"", "na", "n/a", "null", "none", "nan", "-", "?", "—", "–"})
+
+
+def _missing_cell(files: list[tuple[Path, bytes]]) -> str | None:
+    """A body cell of a delimited file that marks a missing value, or None."""
+    for _, raw in files:
+        text = raw.decode("utf-8", errors="replace")
+        rows = [] if is_json(text) else csv_rows(text)
+        for row in rows[1:]:
+            for cell in row:
+                if cell.strip().lower() in _MISSING_CELLS and len(row) == len(rows[0]):
+                    return cell.strip()
+    return None
 
 
 def _unusual(shapes: set[str]) -> bool:

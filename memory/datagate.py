@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory.dedup import index_text
-from memory.lexical import DELIMITERS, data_marks
+from memory.lexical import DELIMITERS, MISSING, data_marks
 from memory.matchtext import match_text
 from memory.types import Lesson, LessonQuery
 
@@ -66,8 +66,9 @@ class QueryData:
         """The gate's other side, for `RecallConfig.seed_data_cut`: does this task's data hold
         one of the lesson's symbols, other than a delimiter? A ';' or '|' is punctuation in a
         text file too ("the straits; on the coast"): it keeps a lesson away from data without
-        it, but is no evidence on its own that the lesson belongs."""
-        return self.strict and bool(self.marks & (lesson - DELIMITERS))
+        it, but is no evidence on its own that the lesson belongs; nor is a blank cell, which
+        many files have."""
+        return self.strict and bool(self.marks & (lesson - DELIMITERS - {MISSING}))
 
     def admits(self, lesson: frozenset[str]) -> bool:
         """A lesson quoting no data symbol always fits; one that does fits data sharing one of

@@ -93,6 +93,13 @@ _DATA_SYMBOLS = frozenset(_SYMBOLS) | {"ufeff"}
 # A value quoted in prose ('a;b', not the "file's ... it's" of two apostrophes).
 _QUOTED_VALUE = re.compile(r"(?<!\w)'[^'\n]*'(?!\w)")
 DELIMITERS = frozenset(";|")
+# A missing value as a message quotes the one it failed on (": ''", ": 'N/A'"), not any ''
+# (`.replace(',', '')` in a root cause is code): "∅" among the marks. The data side writes
+# the same form (`agent.evidence.input_symbols`).
+MISSING = "∅"
+_MISSING_VALUE = re.compile(
+    r"""(?<=: )(?:''|""|'(?:n/?a|na|null|none|nan|-|\?|—|–)')(?![\w'])""", re.IGNORECASE
+)
 
 
 # A currency written as its code beside a number ('USD 1,625', '3,725 EUR'): "¤" as a sign.
@@ -103,7 +110,9 @@ _CURRENCY_CODE = re.compile(rf"\b(?:{_CODES})\s?[-+]?\d|\d\s?(?:{_CODES})\b")
 def data_marks(text: str, *, data: bool = True) -> frozenset[str]:
     """The data symbols `text` holds (`_TOKEN`'s currency signs, '%', ';', '|' and the BOM),
     plus "¤" for any currency, sign or code ('USD 1,625'): a lesson learned on '€ 414'
-    applies to '$860.45'. Value
+    applies to '$860.45'; plus "∅" for a missing value quoted as a message quotes the value
+    it failed on (": ''", ": 'N/A'"): a lesson learned on a blank cell is for data with
+    blanks or NA markers. Value
     shapes are not marks: a lesson learned on one date or decimal format applies to another
     (measured: with shapes, recall lost a tenth of its right first hits). Read by recall's
     data gate (`memory.datagate`).
@@ -113,6 +122,8 @@ def data_marks(text: str, *, data: bool = True) -> frozenset[str]:
     marks = {t for t in tokenize(text) if t in _DATA_SYMBOLS}
     if _CURRENCY_CODE.search(text):
         marks.add("¤")
+    if _MISSING_VALUE.search(text):
+        marks.add(MISSING)
     if not data:
         quoted = "".join(_QUOTED_VALUE.findall(text))
         marks -= {d for d in DELIMITERS if d not in quoted}

@@ -694,3 +694,12 @@ def test_a_group_line_is_for_keys_only_and_stays_short_on_long_or_missing_cells(
     group = next(line for line in text.splitlines() if line.startswith("the 2 of 3 rows"))
     assert len(group) < 300
     assert "'note': '" + "x" * 57 + "...', ''" in group  # the short row's cell is ''
+
+
+def test_a_missing_value_anywhere_in_a_table_is_quoted_for_the_data_gate(tmp_path: Path) -> None:
+    rows = "id,price\n" + "".join(f"{i},{i}.5\n" for i in range(50)) + "51,N/A\n52\n"
+    ws = workspace(tmp_path, {"p.csv": rows, "n.txt": "a - b\n"})
+    assert input_symbols(ws) == "a missing value in the input: 'N/A'"
+    (tmp_path / "plain").mkdir()
+    plain = workspace(tmp_path / "plain", {"p.csv": "id,price\n1,$2\n"})
+    assert input_symbols(plain) == "values with data symbols in the input: '$2'"

@@ -255,3 +255,32 @@ def test_a_lesson_let_in_by_the_data_ranks_after_those_that_passed_on_meaning() 
         query = LessonQuery(text="TASK sum qty per sku", scope="s", stage="seed", data=bom_data)
         hits = memory.recall(query)
         assert [h.lesson.root_cause for h in hits] == [near.root_cause, HEADER.root_cause]
+
+
+def test_a_lesson_learned_on_a_blank_cell_is_for_data_with_missing_values() -> None:
+    # The missing-grades lesson of the 1.5B stream ("could not convert string to float: ''")
+    # was recalled at the start of a booleans, a currency and a percent task, whose data
+    # holds no blank: 3 of its 6 uses misled.
+    assert data_marks("could not convert string to float: ''") == {"∅"}
+    assert data_marks("invalid literal for int() with base 10: 'N/A'", data=False) == {"∅"}
+    # Code and a listing of values are not a message quoting the value it failed on.
+    assert data_marks("use .replace(',', '') first", data=False) == frozenset()
+    assert data_marks("values of column 'score': '79', '', '-'", data=False) == frozenset()
+    blank = _lesson("could not convert string to float: '' (in the input: '79', '')",
+                    "blanks were renamed")  # fmt: skip
+    with Memory.in_memory(FlatEmbedder(), min_similarity=0.4) as memory:
+        memory.add_many([blank, PLAIN])
+        for stage in ("seed", "reflection"):
+            full = ("--- a.csv ---\nid,flag\n1,yes", "a missing value in the input: 'N/A'")
+            plain = ("--- a.csv ---\nid,flag\n1,yes",)
+            got = {
+                name: sorted(
+                    h.lesson.root_cause
+                    for h in memory.recall(
+                        LessonQuery(text="ERR count", scope="s", stage=stage, data=data)
+                    )
+                )
+                for name, data in (("full", full), ("plain", plain))
+            }
+            assert got["full"] == sorted([blank.root_cause, PLAIN.root_cause])
+            assert got["plain"] == [PLAIN.root_cause]
