@@ -25,6 +25,7 @@ which holds what the checker compares against.
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import re
 from collections.abc import Iterator
@@ -49,6 +50,7 @@ _QUOTED = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\"""")
 _DECODE = re.compile(r"can't decode byte (0x[0-9a-f]{2}) in position (\d+)")
 MAX_FILE_BYTES = 5_000_000
 MAX_LITERALS = 2
+MAX_CELLS = 20_000
 MAX_PROFILE_LINES = 2
 # What needs no second look: a header of plain names, a column of words or plain numbers.
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -74,6 +76,8 @@ def input_evidence(
         (path.relative_to(workspace), text, [] if is_json(text) else csv_rows(text))
         for path, text in ((p, raw.decode("utf-8", errors="replace")) for p, raw in files)
     ]
+    got = _GOT.search(message) if check_failed else None
+    stray = _stray_value(_literal(got.group(1)), files, workspace) if got else None
     quoted: Quoted = (
         "output key" if check_failed else "converted" if "ValueError" in message else "other"
     )
@@ -94,7 +98,42 @@ def input_evidence(
         for part in line.split("\n") if line else ():
             if part not in found:  # two literals of one column: the column once
                 found.append(part)
-    return "\n".join(found) or None
+    return "\n".join([*([stray] if stray else []), *found]) or None
+
+
+# A string value a check says the program wrote: `got "Rsti"`, `got 'north '`.
+_GOT = re.compile(r"""\bgot ('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")""")
+
+
+def _stray_value(value: str | None, files: list[tuple[Path, bytes]], ws: Path) -> str | None:
+    """For a string the program wrote that no input cell holds: the closest cell there is,
+    with its column and file (a file that is not UTF-8 read as cp1252, and said so). A name
+    that lost its accents ('Rsti' for 'Rösti') or its spaces shows what the reading did.
+    Only a value with letters (a computed number or date copies no cell), near enough
+    (difflib ratio >= 0.75), among the first MAX_CELLS distinct cells."""
+    if not value or not any(ch.isalpha() for ch in value):
+        return None  # a number or date the program computed is no copy of a cell
+    cells: dict[str, str] = {}
+    for path, raw in files:
+        try:
+            text, note = raw.decode("utf-8"), ""
+        except UnicodeDecodeError:
+            text, note = raw.decode("cp1252", errors="replace"), " (not UTF-8: read as cp1252)"
+        rows = [] if is_json(text) else csv_rows(text)
+        for row in rows[1:]:
+            for k, cell in enumerate(row):
+                column = rows[0][k] if k < len(rows[0]) else "?"
+                if len(cells) < MAX_CELLS:
+                    cells.setdefault(cell, f"column {column!r} of {path.relative_to(ws)}{note}")
+    if not cells or value in cells:
+        return None
+    close = difflib.get_close_matches(value, list(cells), n=1, cutoff=0.75)
+    if not close:
+        return None
+    return (
+        f"the program wrote {value!r}, which no input cell holds; the closest is "
+        f"{close[0]!r}, in {cells[close[0]]}"
+    )
 
 
 def _as_key(value: str, message: str) -> bool:

@@ -703,3 +703,24 @@ def test_a_missing_value_anywhere_in_a_table_is_quoted_for_the_data_gate(tmp_pat
     (tmp_path / "plain").mkdir()
     plain = workspace(tmp_path / "plain", {"p.csv": "id,price\n1,$2\n"})
     assert input_symbols(plain) == "values with data symbols in the input: '$2'"
+
+
+def test_a_name_the_program_wrote_that_no_cell_holds_shows_the_closest_cell(
+    tmp_path: Path,
+) -> None:
+    # latin1_02 on the 1.5B read menu.csv with errors='ignore' and wrote "Rsti" for "Rösti"
+    # in two rounds; the evidence listed only the categories.
+    menu = "dish,category,price\nRösti,Main,28.70\nCafé au lait,Drinks,5.80\n"
+    ws = workspace(tmp_path, {"menu.csv": menu.encode("cp1252")})
+    text = input_evidence("result.json['Main']['priciest']: wrong value, got \"Rsti\"", ws,
+                          check_failed=True)  # fmt: skip
+    assert text is not None and text.splitlines()[0] == (
+        "the program wrote 'Rsti', which no input cell holds; the closest is 'Rösti', in "
+        "column 'dish' of menu.csv (not UTF-8: read as cp1252)"
+    )
+    # A value a cell holds, a computed number or a word unlike any cell: nothing.
+    for got in ("Rösti", "12.5", "expensive"):
+        verdict = f"result.json['Main']['priciest']: wrong value, got {got!r}"
+        assert "which no input cell holds" not in (
+            input_evidence(verdict, ws, check_failed=True) or ""
+        )
