@@ -28,12 +28,11 @@ import ast
 import difflib
 import json
 import re
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from agent.readings import CODES
+from agent.profile import REPEATS, input_files, input_profile
 from agent.tables import (
     column_line,
     columns,
@@ -42,20 +41,14 @@ from agent.tables import (
     group_line,
     is_json,
     loosely,
-    shape,
 )
 
 # A Python repr of a string inside an error message: '...' or "..." with escapes.
 _QUOTED = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\"""")
 _DECODE = re.compile(r"can't decode byte (0x[0-9a-f]{2}) in position (\d+)")
-MAX_FILE_BYTES = 5_000_000
 MAX_LITERALS = 2
 MAX_CELLS = 20_000
 MAX_PROFILE_LINES = 2
-# What needs no second look: a header of plain names, a column of words or plain numbers.
-_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_WORDS, _NUMBER = re.compile(r"a( a)*"), re.compile(r"-?9(\.9)?")
-_PLAIN_ID = re.compile(r"a[-_]?9|9-9-9")
 # What a message's quoted literal is: a value the program converted (a ValueError), a key of
 # the output a check found wrong, or anything else (a key looked up, a name in a crash).
 Quoted = Literal["converted", "output key", "other"]
@@ -68,7 +61,7 @@ def input_evidence(
     `check_failed`: the message is a check's verdict on the output, so it quotes output keys."""
     if not message or workspace is None or not workspace.is_dir():
         return None
-    files = list(_input_files(workspace))
+    files = list(input_files(workspace))
     decode = _DECODE.search(message)
     if decode:
         return _decode_evidence(files, int(decode.group(1), 16), int(decode.group(2)))
@@ -156,14 +149,14 @@ def crashed_on_data(error_type: str | None, message: str | None, workspace: Path
     if error_type == "UnicodeDecodeError":
         return input_evidence(message, workspace) is not None
     if (error_type or "").endswith("JSONDecodeError") and "BOM" in message:
-        return any(raw.startswith(b"\xef\xbb\xbf") for _, raw in _input_files(workspace))
+        return any(raw.startswith(b"\xef\xbb\xbf") for _, raw in input_files(workspace))
     if error_type not in ("ValueError", "KeyError"):
         return False
     literals = [m.group(0) for m in _QUOTED.finditer(message)][:MAX_LITERALS]
     values = [v for v in (_literal(q) for q in literals) if v is not None]
     return bool(values) and any(
         _data_fault(error_type, values, raw.decode("utf-8", errors="replace"))
-        for _, raw in _input_files(workspace)
+        for _, raw in input_files(workspace)
     )
 
 
@@ -229,7 +222,7 @@ def data_evidence(
     if found and not check_failed:
         return found  # a crash's own values: no profile needed
     profile = input_profile(workspace)
-    repeats = [line for line in profile if line.startswith(_REPEATS)]
+    repeats = [line for line in profile if line.startswith(REPEATS)]
     shown = repeats if check_failed else []
     if found:
         return "\n".join([found, *shown])
@@ -239,149 +232,6 @@ def data_evidence(
     return "\n".join([*shown, *lines[:MAX_PROFILE_LINES]]) or None
 
 
-def input_profile(workspace: Path | None) -> list[str]:
-    """The look at the data before any program runs, in the words of the crash evidence:
-
-    - a file that is not UTF-8: the bytes around the first undecodable one;
-    - a delimited file: its header as Python's csv module reads it by default, when that
-      is not a list of plain names (a BOM, stray spaces, another delimiter);
-    - each column whose values are not plain words or numbers (more than one format, one
-      with symbols in it: '$', '%', a decimal comma, or one word in several cases), varied
-      formats first.
-
-    A task start then reads like the symptom of a lesson learned on data of the same kind.
-    """
-    if workspace is None or not workspace.is_dir():
-        return []
-    lines: list[str] = []
-    for path, raw in _input_files(workspace):
-        name = path.relative_to(workspace)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            around = raw[max(0, exc.start - 20) : exc.start + 20]
-            lines.append(f"bytes around position {exc.start} of {name}: {around!r}")
-            continue
-        rows = [] if is_json(text) else csv_rows(text)  # JSON lines are not columns
-        if not rows:
-            continue
-        read = default_header(text)
-        if any(not _PLAIN_NAME.fullmatch(cell) for cell in read):
-            lines.append(f"the header of {name} as Python reads it: {read!r}")
-        for title, values in zip(rows[0], columns(rows), strict=True):
-            if _unusual({shape(v) for v in set(values)}) or _case_variants(values):
-                lines.append(column_line(name, title, values))
-        repeats = _repeated_rows(name, rows)
-        if repeats:
-            lines.append(repeats)
-    return lines
-
-
-_REPEATS = "rows that repeat an earlier row exactly in "
-
-
-def _repeated_rows(name: Path, rows: list[list[str]]) -> str | None:
-    """Body rows that repeat an earlier row cell for cell, when a column is otherwise unique
-    (an order number, a ticket id) and the repeats are at most a third of the rows: a record
-    sent twice, which every count and total over the file takes twice. Blank rows, small
-    files and files where rows are often alike (a log, tallies with no identifying column)
-    say nothing."""
-    if len(rows) < 3 or len(rows[0]) < 2 or not all(map(_PLAIN_NAME.fullmatch, rows[0])):
-        return None
-    seen: dict[tuple[str, ...], list[str]] = {}
-    repeats: list[list[str]] = []
-    for row in rows[1:]:
-        key = tuple(cell.strip() for cell in row)
-        if not any(key):
-            continue
-        if key in seen:
-            repeats.append(row)
-        seen.setdefault(key, row)
-    unique = [
-        title
-        for title, values in zip(rows[0], columns([rows[0], *seen.values()]), strict=True)
-        if len(set(values)) == len(values) == len(seen)
-    ]
-    if not unique or len(seen) < 5 or not 0 < len(repeats) <= (len(rows) - 1) / 3:
-        return None  # a few rows, or repeats the rule rather than the exception
-    shown = ", ".join(repr(row)[:120] for row in repeats[:2])
-    return (
-        f"{_REPEATS}{name}: {len(repeats)} of {len(rows) - 1}, though column {unique[0]!r} is "
-        f"otherwise unique; e.g. {shown}"
-    )
-
-
-# A value carrying a data symbol (a currency sign, '%', ';', '|', a BOM) or a currency code
-# beside a number: what `input_symbols` quotes, one example per symbol.
-_SYMBOL_VALUE = re.compile(
-    r"[^\s,\"']{0,12}[\ufeff$€£¥%;|][^\s,\"']{0,12}"
-    rf"|\b{CODES}\s?\d[\d.,]*|\d[\d.,]*\s?{CODES}\b"
-)
-
-
-def input_symbols(workspace: Path | None) -> str | None:
-    """One line quoting a value for each data symbol anywhere in the input files, and one
-    quoting a cell that marks a missing value ('', 'N/A', '-') if a delimited file has one;
-    None when there is neither.
-
-    The heads and the profile show a file's first lines and its delimited columns; a '$' on
-    line 500 of a log, in a JSON file or after a title line shows in neither. Recall's data
-    gate (`LessonQuery.data`) judges a task on its data, so it reads this line beside them.
-    A file that is not UTF-8 is read as cp1252 (its '€' is byte 0x80).
-    """
-    if workspace is None or not workspace.is_dir():
-        return None
-    found: dict[str, str] = {}
-    files = list(_input_files(workspace))
-    for _, raw in files:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            text = raw.decode("cp1252", errors="replace")
-        for match in _SYMBOL_VALUE.finditer(text):
-            value = match.group(0)
-            for kind in [c for c in value if c in "\ufeff$€£¥%;|"] or ["code"]:
-                found.setdefault(kind, value)
-    missing = _missing_cell(files)
-    lines = [
-        *(["values with data symbols in the input: " + ", ".join(map(repr, found.values()))]
-          if found else []),
-        *([f"a missing value in the input: {missing!r}"] if missing is not None else []),
-    ]  # fmt: skip
-    return "\n".join(lines) or None
-
-
-# Cells that mark a value as absent (`memory.lexical`'s "∅" mark reads them when quoted).
-_MISSING_CELLS = frozenset({"", "na", "n/a", "null", "none", "nan", "-", "?", "—", "–"})
-
-
-def _missing_cell(files: list[tuple[Path, bytes]]) -> str | None:
-    """A body cell of a delimited file that marks a missing value, or None."""
-    for _, raw in files:
-        text = raw.decode("utf-8", errors="replace")
-        rows = [] if is_json(text) else csv_rows(text)
-        for row in rows[1:]:
-            for cell in row:
-                if cell.strip().lower() in _MISSING_CELLS and len(row) == len(rows[0]):
-                    return cell.strip()
-    return None
-
-
-def _unusual(shapes: set[str]) -> bool:
-    """Values with symbols in them, or words and numbers in one column ('yes', '1', 'n/a')."""
-    words = {s for s in shapes if _WORDS.fullmatch(s)}
-    numbers = {s for s in shapes if _NUMBER.fullmatch(s)}
-    plain = words | numbers | {s for s in shapes if _PLAIN_ID.fullmatch(s)}
-    return shapes != plain or bool(words and numbers)
-
-
-def _case_variants(values: list[str]) -> bool:
-    """One word written in several cases ('Yes', 'yes', 'YES'): a program comparing the
-    strings misses all but one."""
-    distinct = {v.strip() for v in values}
-    return len({v.lower() for v in distinct}) < len(distinct)
-
-
 def _literals(message: str) -> list[str]:
     values: list[str] = []
     for match in _QUOTED.finditer(message):
@@ -389,15 +239,6 @@ def _literals(message: str) -> list[str]:
         if value is not None and value.strip() and value not in values:
             values.append(value)
     return values
-
-
-def _input_files(workspace: Path) -> Iterator[tuple[Path, bytes]]:
-    """The workspace's text files (no NUL in the first 4 KiB), read once."""
-    for path in sorted(workspace.rglob("*")):
-        if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_FILE_BYTES:
-            raw = path.read_bytes()
-            if b"\0" not in raw[:4096]:
-                yield path, raw
 
 
 def _in_table(

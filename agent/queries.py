@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent.evidence import input_profile, input_symbols
 from agent.feedback import Feedback
+from agent.profile import input_profile, input_symbols
 from agent.task import Task
 
 

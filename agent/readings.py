@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 
 MAX_READINGS = 3
-# Currency codes the evidence treats as data symbols (agent.evidence._SYMBOL_VALUE too).
+# Currency codes the evidence treats as data symbols (agent.profile._SYMBOL_VALUE too).
 CODES = "(?:USD|EUR|GBP|JPY|CHF|CAD|AUD)"
 # A number with at most a currency around it, on a stripped cell: '$4,332.59', 'GBP 4,294',
 # '3,725 USD', '€ 1.857,99', '-$120', '-18,9'. One run of spaces on each side, and none that

@@ -95,7 +95,7 @@ _QUOTED_VALUE = re.compile(r"(?<!\w)'[^'\n]*'(?!\w)")
 DELIMITERS = frozenset(";|")
 # A missing value as a message quotes the one it failed on (": ''", ": 'N/A'"), not any ''
 # (`.replace(',', '')` in a root cause is code): "∅" among the marks. The data side writes
-# the same form (`agent.evidence.input_symbols`).
+# the same form (`agent.profile.input_symbols`).
 MISSING = "∅"
 _MISSING_VALUE = re.compile(
     r"""(?<=: )(?:''|""|'(?:n/?a|na|null|none|nan|-|\?|—|–)')(?![\w'])""", re.IGNORECASE

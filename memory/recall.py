@@ -24,7 +24,7 @@ other ones no more, nor a task whose data (`LessonQuery.data`) holds none of the
 module for the rule and its measurements.
 
 Surface views (`LessonQuery.surface`): the loop's task-start text is the goal plus the head
-of each input file and the data's profile (`agent.evidence.input_profile`: unusual headers,
+of each input file and the data's profile (`agent.profile.input_profile`: unusual headers,
 columns of mixed or symbol-bearing formats), and the goal's words dominate its embedding,
 while a lesson's symptom describes the data ("in the input: values of column 'amount' ...:
 '$860.45', ..."). So the loop also sends each head and each profile line on its own; a

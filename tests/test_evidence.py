@@ -6,14 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.evidence import (
-    crashed_on_data,
-    data_evidence,
-    input_evidence,
-    input_profile,
-    input_symbols,
-)
+from agent.evidence import crashed_on_data, data_evidence, input_evidence
 from agent.llm.scripted import ScriptedLLM
+from agent.profile import input_profile, input_symbols
 from agent.prompts import EVIDENCE_GUIDANCE
 from agent.rules import bom_writes, catches, imported, own_modules
 from tests.helpers import GEN, REFINE, code, fix, make_task

@@ -337,7 +337,7 @@ def test_seed_query_is_the_goal_with_input_heads_and_the_datas_profile_as_surfac
     ReflectiveAgent(llm, recall=recall, sandbox=sandbox, config=ONE_DRAW, runs_dir=None).run(task)
     (seed,) = recall.queries
     amounts = '--- amounts.csv ---\nid,amount\n1,$860.45\n2,"$4,332.59"'  # 3 lines
-    # The third row shows only in the profile (agent.evidence.input_profile).
+    # The third row shows only in the profile (agent.profile.input_profile).
     profile = (
         "values of column 'amount' in amounts.csv (3 of 3 distinct, varied formats first): "
         "'$860.45', '$4,332.59', '$9'; as numbers: '$860.45' is 860.45, '$4,332.59' is 4332.59, "

@@ -158,7 +158,7 @@ def test_the_evidence_readings_go_and_their_values_stay(tmp_path: Path) -> None:
     """The readings `agent.evidence` appends repeat the same words on every column of their
     kind ("marks decimals", "mean yes"): with them, currency task starts recalled the
     decimal-comma lesson. Written by the agent's own code, so the two stay in step."""
-    from agent.evidence import input_profile
+    from agent.profile import input_profile
 
     ws = tmp_path / "ws"
     ws.mkdir()
