@@ -97,6 +97,9 @@ DELIMITERS = frozenset(";|")
 # (`.replace(',', '')` in a root cause is code): "∅" among the marks. The data side writes
 # the same form (`agent.profile.input_symbols`).
 MISSING = "∅"
+# A byte order mark named in words ("Unexpected UTF-8 BOM", "a byte order mark"): a lesson
+# about one, whose text quotes no '\ufeff', is for data that has one.
+_BOM_WORDS = re.compile(r"\bBOM\b|(?i:\bbyte[- ]order[- ]mark)")
 _MISSING_VALUE = re.compile(
     r"""(?<=: )(?:''|""|'(?:n/?a|na|null|none|nan|-|\?|—|–)')(?![\w'])""", re.IGNORECASE
 )
@@ -112,7 +115,7 @@ def data_marks(text: str, *, data: bool = True) -> frozenset[str]:
     plus "¤" for any currency, sign or code ('USD 1,625'): a lesson learned on '€ 414'
     applies to '$860.45'; plus "∅" for a missing value quoted as a message quotes the value
     it failed on (": ''", ": 'N/A'"): a lesson learned on a blank cell is for data with
-    blanks or NA markers. Value
+    blanks or NA markers; a BOM named in words counts as the BOM. Value
     shapes are not marks: a lesson learned on one date or decimal format applies to another
     (measured: with shapes, recall lost a tenth of its right first hits). Read by recall's
     data gate (`memory.datagate`).
@@ -124,6 +127,8 @@ def data_marks(text: str, *, data: bool = True) -> frozenset[str]:
         marks.add("¤")
     if _MISSING_VALUE.search(text):
         marks.add(MISSING)
+    if _BOM_WORDS.search(text):
+        marks.add("ufeff")
     if not data:
         quoted = "".join(_QUOTED_VALUE.findall(text))
         marks -= {d for d in DELIMITERS if d not in quoted}

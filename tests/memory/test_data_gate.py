@@ -284,3 +284,13 @@ def test_a_lesson_learned_on_a_blank_cell_is_for_data_with_missing_values() -> N
             }
             assert got["full"] == sorted([blank.root_cause, PLAIN.root_cause])
             assert got["plain"] == [PLAIN.root_cause]
+
+
+def test_a_bom_named_in_words_is_the_bom() -> None:
+    # The bom_01 lesson of the 1.5B stream ("Unexpected UTF-8 BOM", no '\ufeff' quoted) was
+    # recalled into the reflections of a currency and a tickets task without a BOM.
+    assert data_marks("result.json is not valid JSON: Unexpected UTF-8 BOM", data=False) == {
+        "ufeff"
+    }
+    assert data_marks("the file starts with a Byte Order Mark", data=False) == {"ufeff"}
+    assert data_marks("a bom-bastic total; BOMB", data=False) == frozenset()
