@@ -70,8 +70,12 @@ _NETWORK = re.compile(
 _NETWORK_TYPES = frozenset({"gaierror", "herror", "ConnectionRefusedError", "URLError"})
 # Lines that say what was wrong; a strong one beats a weak one ("1 failed in 0.1s").
 _STRONG_LINE = re.compile(
-    r"expected|assert|mismatch|wrong|differ|incorrect|\bgot\b|!=|should", re.IGNORECASE
+    r"expected|assert|mismatch|wrong|differ|incorrect|\bgot\b|!=|should|missing|unexpected"
+    r"|not found",
+    re.IGNORECASE,
 )
+# A list's tail ("... and 5 more") says how many, not what.
+_CONTINUATION = re.compile(r"^\s*(?:\.\.\.|…)?\s*\(?and \d+ more\b", re.IGNORECASE)
 _WEAK_LINE = re.compile(r"fail|error|invalid", re.IGNORECASE)
 # Run-to-run noise that would make the same failure look new to Feedback.signature().
 _NOISE = (
@@ -288,6 +292,7 @@ def _resource_error(
 def _check_failed(result: ExecResult, log_path: Path | None) -> Feedback:
     """Non-zero exit without a traceback: keep the lines that say what was wrong."""
     lines = _nonempty_lines(result.stdout) + _nonempty_lines(result.stderr)
+    lines = [line for line in lines if not _CONTINUATION.match(line)] or lines
     strong = [line for line in lines if _STRONG_LINE.search(line)]
     weak = [line for line in lines if _WEAK_LINE.search(line)]
     context = list(dict.fromkeys(strong[-3:] or weak[-3:] or lines[-3:]))

@@ -149,6 +149,18 @@ def test_check_failed_prefers_the_line_that_says_what_was_wrong() -> None:
     assert feedback.failing_example is not None and "test_total" in feedback.failing_example
 
 
+def test_a_list_s_tail_is_not_the_key_message() -> None:
+    # latin1_01 on the 1.5B: the trap checker listed missing keys, and the refiner was shown
+    # "... and 5 more" as the message.
+    stdout = (
+        "result.json: 7 problem(s)\n  result.json: missing key 'München'\n"
+        "  result.json: missing key 'Zürich'\n  ... and 5 more\n"
+    )
+    feedback = classify(result(stdout=stdout))
+    assert feedback.key_message == "result.json: missing key 'Zürich'"
+    assert feedback.failing_example is not None and "München" in feedback.failing_example
+
+
 def test_check_failed_without_output() -> None:
     feedback = classify(result(exit_code=3))
     assert feedback.kind == "check_failed"
