@@ -14,7 +14,7 @@ from agent.candidate import Candidate
 from agent.classify import classify, missing_module, missing_module_issue
 from agent.critic import Critique, critique_feedback, unreadable_critique
 from agent.errors import StructuredOutputError
-from agent.evidence import crashed_on_data, data_evidence
+from agent.evidence import crashed_on_data, crashed_on_missing, data_evidence
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
 from agent.rules import bom_writes, catches, imported, own_modules, rule_check
@@ -89,6 +89,8 @@ class Checks:
             return verdict
         if verdict.passed or crash is None or not catches(candidate.files, crash.error_type or ""):
             return verdict
+        if crashed_on_missing(crash.error_type, crash.key_message, self.task.workspace):
+            return verdict  # leaving a missing value out may be what the task means
         # The values themselves: the verdict's own evidence is now about an output key.
         seen = (crash.input_evidence or "").split("\n")[0]
         issue = (

@@ -32,7 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from agent.profile import REPEATS, input_files, input_profile
+from agent.profile import MISSING_CELLS, REPEATS, input_files, input_profile
 from agent.tables import (
     column_line,
     columns,
@@ -189,6 +189,29 @@ def _data_fault(error_type: str, values: list[str], text: str) -> bool:
         any(value in r for r in records) and any(value not in r for r in records)
         for value in values
     )
+
+
+def crashed_on_missing(error_type: str | None, message: str | None, workspace: Path | None) -> bool:
+    """Was a crash on the input a missing value: a ValueError on a blank or NA cell ('',
+    'N/A', '-'), or a KeyError on a JSON key some records lack? Leaving such a value out is
+    often what the task means (an average of the values given), so a program that skips it
+    is not told that skipping loses data."""
+    values = [
+        v for v in (_literal(m.group(0)) for m in _QUOTED.finditer(message or "")) if v is not None
+    ]
+    if error_type == "ValueError":
+        return any(v.strip().lower() in MISSING_CELLS for v in values[-1:])
+    if error_type != "KeyError" or workspace is None or not workspace.is_dir():
+        return False
+    for _, raw in input_files(workspace):
+        text = raw.decode("utf-8", errors="replace")
+        if is_json(text):
+            records = [r for r in _json_records(text) if isinstance(r, dict)]
+            if any(
+                any(v in r for r in records) and any(v not in r for r in records) for v in values
+            ):
+                return True
+    return False
 
 
 def _json_records(text: str) -> list[object]:

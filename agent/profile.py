@@ -146,7 +146,7 @@ def input_symbols(workspace: Path | None) -> str | None:
 
 
 # Cells that mark a value as absent (`memory.lexical`'s "∅" mark reads them when quoted).
-_MISSING_CELLS = frozenset({"", "na", "n/a", "null", "none", "nan", "-", "?", "—", "–"})
+MISSING_CELLS = frozenset({"", "na", "n/a", "null", "none", "nan", "-", "?", "—", "–"})
 
 
 def _missing_cell(files: list[tuple[Path, bytes]]) -> str | None:
@@ -156,7 +156,7 @@ def _missing_cell(files: list[tuple[Path, bytes]]) -> str | None:
         rows = [] if is_json(text) else csv_rows(text)
         for row in rows[1:]:
             for cell in row:
-                if cell.strip().lower() in _MISSING_CELLS and len(row) == len(rows[0]):
+                if cell.strip().lower() in MISSING_CELLS and len(row) == len(rows[0]):
                     return cell.strip()
     return None
 

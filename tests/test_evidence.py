@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.evidence import crashed_on_data, data_evidence, input_evidence
+from agent.evidence import crashed_on_data, crashed_on_missing, data_evidence, input_evidence
 from agent.llm.scripted import ScriptedLLM
 from agent.profile import input_profile, input_symbols
 from agent.prompts import EVIDENCE_GUIDANCE
@@ -719,3 +719,28 @@ def test_a_name_the_program_wrote_that_no_cell_holds_shows_the_closest_cell(
         assert "which no input cell holds" not in (
             input_evidence(verdict, ws, check_failed=True) or ""
         )
+
+
+def test_skipping_a_missing_value_is_not_told_it_loses_data(tmp_path: Path) -> None:
+    # missing_01 passed by skipping blank scores; jsonl_03 was told its skip of records
+    # without 'humidity' made the result wrong. A crash on a missing value gets no such issue.
+    skip = (
+        "import csv, json\ntotal = 0\nfor r in csv.DictReader(open('a.csv')):\n"
+        "    try:\n        total += float(r['amount'])\n    except ValueError:\n"
+        "        continue\njson.dump(total, open('out.json', 'w'))\n"
+    )
+    llm = ScriptedLLM.by_system({GEN: [code(SUM_AMOUNTS)], REFINE: [fix(skip), fix(skip + "#")]})
+    task = make_task(tmp_path)
+    assert task.workspace is not None
+    (task.workspace / "a.csv").write_text("id,amount\n1,\n2,5\n3,N/A\n")
+    result = agent_for(llm, tmp_path, max_rounds=2).run(task)
+    assert result.rounds[0].feedback.key_message == (
+        "ValueError: could not convert string to float: ''"
+    )
+    assert not [i for i in result.rounds[1].feedback.issues if "catches ValueError" in i]
+    (tmp_path / "j").mkdir()
+    ws = workspace(tmp_path / "j", {"t.jsonl": '{"id": 1, "h": 2}\n{"id": 2}\n'})
+    assert crashed_on_missing("KeyError", "KeyError: 'h'", ws)
+    assert not crashed_on_missing("KeyError", "KeyError: 'id'", ws)  # every record has it
+    assert crashed_on_missing("ValueError", "invalid literal for int() with base 10: 'N/A'", ws)
+    assert not crashed_on_missing("ValueError", "could not convert string to float: '$5'", ws)
