@@ -70,10 +70,11 @@ _NETWORK = re.compile(
 _NETWORK_TYPES = frozenset({"gaierror", "herror", "ConnectionRefusedError", "URLError"})
 # Lines that say what was wrong; a strong one beats a weak one ("1 failed in 0.1s").
 _STRONG_LINE = re.compile(
-    r"expected|assert|mismatch|wrong|differ|incorrect|\bgot\b|!=|should|missing|unexpected"
-    r"|not found",
-    re.IGNORECASE,
+    r"expected|assert|mismatch|wrong|differ|incorrect|\bgot\b|!=|should", re.IGNORECASE
 )
+# Next best: what is absent or extra ("missing key 'x'"); a program's own warning may say so
+# too ("config not found"), so these count only where no strong line is.
+_MIDDLE_LINE = re.compile(r"missing|unexpected|not found", re.IGNORECASE)
 # A list's tail ("... and 5 more") says how many, not what.
 _CONTINUATION = re.compile(r"^\s*(?:\.\.\.|…)?\s*\(?and \d+ more\b", re.IGNORECASE)
 _WEAK_LINE = re.compile(r"fail|error|invalid", re.IGNORECASE)
@@ -294,8 +295,9 @@ def _check_failed(result: ExecResult, log_path: Path | None) -> Feedback:
     lines = _nonempty_lines(result.stdout) + _nonempty_lines(result.stderr)
     lines = [line for line in lines if not _CONTINUATION.match(line)] or lines
     strong = [line for line in lines if _STRONG_LINE.search(line)]
+    middle = [line for line in lines if _MIDDLE_LINE.search(line)]
     weak = [line for line in lines if _WEAK_LINE.search(line)]
-    context = list(dict.fromkeys(strong[-3:] or weak[-3:] or lines[-3:]))
+    context = list(dict.fromkeys(strong[-3:] or middle[-3:] or weak[-3:] or lines[-3:]))
     key = context[-1] if context else f"exit status {result.exit_code} with no output"
     return _feedback(
         "check_failed",

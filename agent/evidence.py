@@ -40,6 +40,7 @@ from agent.tables import (
     default_header,
     group_line,
     is_json,
+    json_records,
     loosely,
 )
 
@@ -103,10 +104,12 @@ def _stray_value(value: str | None, files: list[tuple[Path, bytes]], ws: Path) -
     with its column and file (a file that is not UTF-8 read as cp1252, and said so). A name
     that lost its accents ('Rsti' for 'Rösti') or its spaces shows what the reading did.
     Only a value with letters (a computed number or date copies no cell), near enough
-    (difflib ratio >= 0.75), among the first MAX_CELLS distinct cells."""
+    (difflib ratio >= 0.75), among the first MAX_CELLS distinct cells; a value any cell
+    holds, spaces and case aside, is not stray."""
     if not value or not any(ch.isalpha() for ch in value):
         return None  # a number or date the program computed is no copy of a cell
     cells: dict[str, str] = {}
+    every: set[str] = set()
     for path, raw in files:
         try:
             text, note = raw.decode("utf-8"), ""
@@ -115,11 +118,12 @@ def _stray_value(value: str | None, files: list[tuple[Path, bytes]], ws: Path) -
         rows = [] if is_json(text) else csv_rows(text)
         for row in rows[1:]:
             for k, cell in enumerate(row):
+                every.add(cell.strip().casefold())
                 column = rows[0][k] if k < len(rows[0]) else "?"
                 if len(cells) < MAX_CELLS:
                     cells.setdefault(cell, f"column {column!r} of {path.relative_to(ws)}{note}")
-    if not cells or value in cells:
-        return None
+    if not cells or value.strip().casefold() in every:
+        return None  # a cell holds it (spaces and case aside): nothing stray
     close = difflib.get_close_matches(value, list(cells), n=1, cutoff=0.75)
     if not close:
         return None
@@ -184,7 +188,7 @@ def _data_fault(error_type: str, values: list[str], text: str) -> bool:
             return True
     if not is_json(text):
         return False  # no record can lack a key
-    records = [r for r in _json_records(text) if isinstance(r, dict)]
+    records = [r for r in json_records(text) if isinstance(r, dict)]
     return any(
         any(value in r for r in records) and any(value not in r for r in records)
         for value in values
@@ -193,44 +197,42 @@ def _data_fault(error_type: str, values: list[str], text: str) -> bool:
 
 def crashed_on_missing(error_type: str | None, message: str | None, workspace: Path | None) -> bool:
     """Was a crash on the input a missing value: a ValueError on a blank or NA cell ('',
-    'N/A', '-'), or a KeyError on a JSON key some records lack? Leaving such a value out is
-    often what the task means (an average of the values given), so a program that skips it
-    is not told that skipping loses data."""
-    values = [
-        v for v in (_literal(m.group(0)) for m in _QUOTED.finditer(message or "")) if v is not None
-    ]
-    if error_type == "ValueError":
-        return any(v.strip().lower() in MISSING_CELLS for v in values[-1:])
-    if error_type != "KeyError" or workspace is None or not workspace.is_dir():
+    'N/A', '-') of a column that has other values, or a KeyError on a JSON key some records
+    lack under every spelling? Leaving such a value out is often what the task means (an
+    average of the values given), so a program that skips it is not told that skipping loses
+    data. A '' the program made itself, or a key spelled 'Humidity' elsewhere, is no missing
+    value."""
+    quoted = [_literal(m.group(0)) for m in _QUOTED.finditer(message or "")]
+    values = [v for v in quoted if v is not None]
+    if not values or workspace is None or not workspace.is_dir():
         return False
-    for _, raw in input_files(workspace):
+    # strptime names the value first ("time data '' does not match format '%Y'").
+    value = values[0] if "time data" in (message or "") else values[-1]
+    files = list(input_files(workspace))
+    if error_type == "ValueError":
+        return value.strip().lower() in MISSING_CELLS and any(
+            _missing_in_a_column(value, raw.decode("utf-8", errors="replace")) for _, raw in files
+        )
+    if error_type != "KeyError":
+        return False
+    for _, raw in files:
         text = raw.decode("utf-8", errors="replace")
         if is_json(text):
-            records = [r for r in _json_records(text) if isinstance(r, dict)]
-            if any(
-                any(v in r for r in records) and any(v not in r for r in records) for v in values
-            ):
+            records = [r for r in json_records(text) if isinstance(r, dict)]
+            spelled = [{k.casefold() for k in r} for r in records]
+            if any(value in r for r in records) and any(value.casefold() not in s for s in spelled):
                 return True
     return False
 
 
-def _json_records(text: str) -> list[object]:
-    """JSON lines, or the objects of a JSON document's top-level list (or list values)."""
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        found = []
-        for line in text.splitlines():
-            try:
-                found.append(json.loads(line))
-            except ValueError:
-                continue
-        return found
-    if isinstance(doc, list):
-        return doc
-    if isinstance(doc, dict):
-        return [item for v in doc.values() if isinstance(v, list) for item in v]
-    return [doc]
+def _missing_in_a_column(value: str, text: str) -> bool:
+    """Is `value` a cell of a column of `text` that also holds values that are not missing?"""
+    rows = [] if is_json(text) else csv_rows(text)
+    return bool(rows) and any(
+        value.strip() in {v.strip() for v in column}
+        and any(v.strip().lower() not in MISSING_CELLS for v in column)
+        for column in columns(rows)
+    )
 
 
 def data_evidence(

@@ -15,7 +15,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from agent.readings import CODES
-from agent.tables import column_line, columns, csv_rows, default_header, is_json, shape
+from agent.tables import (
+    column_line,
+    columns,
+    csv_rows,
+    default_header,
+    is_json,
+    json_records,
+    shape,
+)
 
 MAX_FILE_BYTES = 5_000_000
 # What needs no second look: a header of plain names, a column of words or plain numbers.
@@ -150,15 +158,33 @@ MISSING_CELLS = frozenset({"", "na", "n/a", "null", "none", "nan", "-", "?", "â€
 
 
 def _missing_cell(files: list[tuple[Path, bytes]]) -> str | None:
-    """A body cell of a delimited file that marks a missing value, or None."""
+    """A cell that marks a missing value, or None: a blank or NA marker in a delimited
+    file's column whose other values are mostly numbers or dates (a region 'NA' among
+    'EU' and 'APAC' is a name), in a column with a header; or a JSON record's null or ""
+    value, or a key some records lack."""
     for _, raw in files:
         text = raw.decode("utf-8", errors="replace")
-        rows = [] if is_json(text) else csv_rows(text)
-        for row in rows[1:]:
-            for cell in row:
-                if cell.strip().lower() in MISSING_CELLS and len(row) == len(rows[0]):
-                    return cell.strip()
+        if is_json(text):
+            found = _missing_in_records(text)
+            if found is not None:
+                return found
+            continue
+        rows = csv_rows(text)
+        for title, values in zip(rows[0], columns(rows), strict=True) if rows else ():
+            given = [v for v in values if v.strip().lower() not in MISSING_CELLS]
+            marked = [v.strip() for v in values if v.strip().lower() in MISSING_CELLS]
+            digits = sum(any(ch.isdigit() for ch in v) for v in given)
+            if title.strip() and marked and given and digits * 2 >= len(given):
+                return marked[0]
     return None
+
+
+def _missing_in_records(text: str) -> str | None:
+    records = [r for r in json_records(text) if isinstance(r, dict)]
+    keys = {k for r in records for k in r}
+    if any(v is None or v == "" for r in records for v in r.values()):
+        return ""
+    return "" if any(k not in r for r in records for k in keys) else None
 
 
 def _unusual(shapes: set[str]) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from pathlib import Path
 
@@ -121,3 +122,22 @@ def column_line(name: Path, column: str, values: list[str]) -> str:
         f"values of column {column!r} in {name} ({len(shown)} of {len(distinct)} distinct, "
         f"varied formats first): {listed}" + (f"; {meaning}" if meaning else "")
     )
+
+
+def json_records(text: str) -> list[object]:
+    """JSON lines, or the objects of a JSON document's top-level list (or list values)."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        found = []
+        for line in text.splitlines():
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                continue
+        return found
+    if isinstance(doc, list):
+        return doc
+    if isinstance(doc, dict):
+        return [item for v in doc.values() if isinstance(v, list) for item in v]
+    return [doc]

@@ -90,11 +90,15 @@ def query_data(query: LessonQuery) -> QueryData:
     on the symbols its text quotes."""
     if any(v.strip() for v in query.data):
         # A reflection's text may quote what the views missed (a value deep in a file).
-        text = data_marks(match_text(query.text)) if query.stage == "reflection" else frozenset()
+        text = (
+            data_marks(match_text(query.text), words=True)
+            if query.stage == "reflection"
+            else frozenset()
+        )
         return QueryData(_marks_of(query.data) | text, strict=True)
     if query.stage == "seed":
         return QueryData(_marks_of(query.surface))
-    return QueryData(data_marks(match_text(query.text)))
+    return QueryData(data_marks(match_text(query.text), words=True))
 
 
 def _marks_of(views: tuple[str, ...]) -> frozenset[str]:
@@ -104,4 +108,4 @@ def _marks_of(views: tuple[str, ...]) -> frozenset[str]:
 
 def lesson_marks(lesson: Lesson) -> frozenset[str]:
     """The data symbols a lesson's symptom and root cause quote (prose ';' and '|' are not)."""
-    return data_marks(index_text(lesson.symptom, lesson.root_cause), data=False)
+    return data_marks(index_text(lesson.symptom, lesson.root_cause), data=False, words=True)

@@ -316,7 +316,7 @@ def with_change(fix: str, change: str) -> str:
     if not prose:
         return tail
     # The prose gives way, not the change: it is the part that was checked.
-    short = _shortened(prose, _FIX_CHARS - len(tail) - 2).rstrip(":;, ")
+    short = _shortened(prose, _FIX_CHARS - len(tail) - 2).rstrip().removesuffix(":").rstrip()
     return short + (" " if short.endswith(("...", "?", "!")) else ". ") + tail
 
 

@@ -158,6 +158,11 @@ def test_a_list_s_tail_is_not_the_key_message() -> None:
     )
     feedback = classify(result(stdout=stdout))
     assert feedback.key_message == "result.json: missing key 'Zürich'"
+    # A program's warning saying "missing" does not beat the checker's "wrong value".
+    warned = classify(
+        result(stdout="result.json['n']: wrong value, got 4\n", stderr="Warning: missing score\n")
+    )
+    assert warned.key_message == "result.json['n']: wrong value, got 4"
     assert feedback.failing_example is not None and "München" in feedback.failing_example
 
 

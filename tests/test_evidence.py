@@ -742,5 +742,23 @@ def test_skipping_a_missing_value_is_not_told_it_loses_data(tmp_path: Path) -> N
     ws = workspace(tmp_path / "j", {"t.jsonl": '{"id": 1, "h": 2}\n{"id": 2}\n'})
     assert crashed_on_missing("KeyError", "KeyError: 'h'", ws)
     assert not crashed_on_missing("KeyError", "KeyError: 'id'", ws)  # every record has it
-    assert crashed_on_missing("ValueError", "invalid literal for int() with base 10: 'N/A'", ws)
-    assert not crashed_on_missing("ValueError", "could not convert string to float: '$5'", ws)
+    # Under another spelling in some records the key is renamed, not missing.
+    (tmp_path / "k").mkdir()
+    renamed = workspace(tmp_path / "k", {"t.jsonl": '{"h": 2}\n{"H": 3}\n'})
+    assert not crashed_on_missing("KeyError", "KeyError: 'h'", renamed)
+    (tmp_path / "c").mkdir()
+    table = workspace(tmp_path / "c", {"a.csv": "d,n\n2026-01-02,N/A\n,4\n", "x.txt": "\n"})
+    assert crashed_on_missing("ValueError", "invalid literal for int() with base 10: 'N/A'", table)
+    assert crashed_on_missing("ValueError", "time data '' does not match format '%Y-%m-%d'", table)
+    assert not crashed_on_missing("ValueError", "could not convert string to float: '$5'", table)
+    # A '' the program made itself (no blank cell in a column with values): not missing.
+    (tmp_path / "m").mkdir()
+    made = workspace(tmp_path / "m", {"a.csv": "id,amount\n1,$12.50\n", "n.txt": "a\n\nb\n"})
+    assert not crashed_on_missing("ValueError", "could not convert string to float: ''", made)
+
+
+def test_a_value_a_cell_holds_with_spaces_or_in_another_case_is_not_stray(tmp_path: Path) -> None:
+    ws = workspace(tmp_path, {"r.csv": "id, region\n1, north\n2, South\n"})
+    for got in ("north", "south"):
+        verdict = f"result.json['n']: wrong value, got {got!r}"
+        assert "no input cell holds" not in (input_evidence(verdict, ws, check_failed=True) or "")

@@ -266,6 +266,12 @@ def test_a_lesson_learned_on_a_blank_cell_is_for_data_with_missing_values() -> N
     # Code and a listing of values are not a message quoting the value it failed on.
     assert data_marks("use .replace(',', '') first", data=False) == frozenset()
     assert data_marks("values of column 'score': '79', '', '-'", data=False) == frozenset()
+    # In a failure's words the value must be an input cell too: a '' the program made
+    # itself (`s.split('$')[0]`) with no blank in the evidence is none.
+    lone = "could not convert string to float: '' (in the input: '$860.45', '$4')"
+    assert data_marks(lone, data=False, words=True) == {"$", "¤"}
+    shown = "could not convert string to float: '' (in the input: '79', '', '-')"
+    assert data_marks(shown, data=False, words=True) == {"∅"}
     blank = _lesson("could not convert string to float: '' (in the input: '79', '')",
                     "blanks were renamed")  # fmt: skip
     with Memory.in_memory(FlatEmbedder(), min_similarity=0.4) as memory:
@@ -284,13 +290,22 @@ def test_a_lesson_learned_on_a_blank_cell_is_for_data_with_missing_values() -> N
             }
             assert got["full"] == sorted([blank.root_cause, PLAIN.root_cause])
             assert got["plain"] == [PLAIN.root_cause]
+    # A blank shared with the data is no evidence on its own (seed_data_cut): only a symbol.
+    from memory.datagate import QueryData
+
+    assert not QueryData(frozenset({"∅"}), strict=True).shares(frozenset({"∅"}))
+    assert QueryData(frozenset({"$", "∅"}), strict=True).shares(frozenset({"$", "∅"}))
 
 
 def test_a_bom_named_in_words_is_the_bom() -> None:
     # The bom_01 lesson of the 1.5B stream ("Unexpected UTF-8 BOM", no '\ufeff' quoted) was
     # recalled into the reflections of a currency and a tickets task without a BOM.
-    assert data_marks("result.json is not valid JSON: Unexpected UTF-8 BOM", data=False) == {
-        "ufeff"
-    }
-    assert data_marks("the file starts with a Byte Order Mark", data=False) == {"ufeff"}
-    assert data_marks("a bom-bastic total; BOMB", data=False) == frozenset()
+    def marks(text: str) -> frozenset[str]:
+        return data_marks(text, data=False, words=True)
+
+    assert marks("result.json is not valid JSON: Unexpected UTF-8 BOM") == {"ufeff"}
+    assert marks("the file starts with a Byte Order Mark") == {"ufeff"}
+    assert marks("a bom-bastic total; BOMB") == frozenset()
+    assert marks("stray spaces in the header (not a BOM); no BOM here") == frozenset()
+    # A data file's "BOM" (a bill of materials) is not read as one.
+    assert data_marks("part,BOM,qty") == frozenset()

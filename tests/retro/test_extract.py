@@ -328,6 +328,7 @@ def test_a_long_fix_gives_way_to_the_verified_change() -> None:
     prose = one.split(f" {CHANGE_MARK}")[0]
     assert not prose.endswith("....")
     assert with_change("Did it parse?", long_change).startswith(f"Did it parse? {CHANGE_MARK}")
+    assert with_change("Split each line on ;", change).startswith("Split each line on ;. ")
     # A stored fix read "Here's the updated code:. verified change: ...".
     assert with_change("Here's the updated code:", change).startswith(
         f"Here's the updated code. {CHANGE_MARK}"
