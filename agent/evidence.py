@@ -14,6 +14,8 @@ value that occurs in an input file, the feedback also shows, from that file:
   `['recommend_pct']` beside a column `would_recommend`): that column's distinct values;
 - a wrong output value whose key is a cell of a column (`result.json['T-04']['avg']`):
   also the rows of that group, how many and their other columns' values;
+- a string the check says the program wrote that no cell holds ('Rsti'): the closest cell
+  ('Rösti'), with its column and file;
 - anything else: the first lines that contain it;
 - a decoding error at byte position N: the raw bytes around N;
 - a check's verdict on wrong values: also the rows that repeat an earlier row exactly.

@@ -1,5 +1,5 @@
 """How a column's values are meant, where the values leave no doubt: the readings the input
-evidence appends to a column's line (`agent.evidence`).
+evidence appends to a column's line (`agent.tables.column_line`).
 
 - Yes/no answers written more than two ways, sorted into yes and no: "yes/no written 7
   ways: 'true', 'Yes', 'y', '1' mean yes; 'false', 'No', '0' mean no". A small model's

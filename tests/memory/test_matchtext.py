@@ -155,9 +155,10 @@ def test_recall_compares_the_matched_query_with_the_matched_document() -> None:
 
 
 def test_the_evidence_readings_go_and_their_values_stay(tmp_path: Path) -> None:
-    """The readings `agent.evidence` appends repeat the same words on every column of their
-    kind ("marks decimals", "mean yes"): with them, currency task starts recalled the
-    decimal-comma lesson. Written by the agent's own code, so the two stay in step."""
+    """The readings `agent.tables.column_line` appends repeat the same words on every
+    column of their kind ("marks decimals", "mean yes"): with them, currency task starts
+    recalled the decimal-comma lesson. Written by the agent's own code, so the two stay in
+    step."""
     from agent.profile import input_profile
 
     ws = tmp_path / "ws"
