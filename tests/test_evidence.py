@@ -636,16 +636,6 @@ def test_two_literals_of_one_column_show_it_once(tmp_path: Path) -> None:
     )
 
 
-def test_a_header_lookup_in_a_file_of_another_delimiter_shows_the_one_name_python_reads(
-    tmp_path: Path,
-) -> None:
-    # DictReader's default comma reads 'shipment_id;carrier;...' as one column; the lines
-    # holding 'carrier' do not say so, the header as read does.
-    ws = workspace(tmp_path, {"s.csv": "shipment_id;carrier;weight_kg\nS1;DHL;2,5\n"})
-    text = input_evidence("KeyError: 'carrier'", ws)
-    assert text == "the header of s.csv as Python reads it: ['shipment_id;carrier;weight_kg']"
-
-
 def test_a_wrong_figure_of_a_group_shows_the_groups_rows(tmp_path: Path) -> None:
     # decimal_comma_01 on the 1.5B: past the trap, its average divided by the wrong count;
     # the verdict quoted 'T-04' and 'avg' and the evidence listed only the sensor names.
@@ -668,12 +658,22 @@ def test_a_wrong_figure_of_a_group_shows_the_groups_rows(tmp_path: Path) -> None
     assert "rows of r.csv whose" not in (input_evidence("KeyError: 'T-04'", ws) or "")
 
 
-def test_a_header_cell_converted_in_a_semicolon_file_is_still_the_header_read_as_data(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("rows", "message", "shown"),
+    [
+        # DictReader's default comma reads 'shipment_id;carrier;...' as one column; the lines
+        # holding 'carrier' do not say so, the header as read does.
+        ("shipment_id;carrier;weight_kg\nS1;DHL;2,5\n", "KeyError: 'carrier'",
+         "the header of s.csv as Python reads it: ['shipment_id;carrier;weight_kg']"),
+        # A header cell converted is still the header read as data, whatever the delimiter.
+        ("id;qty\nA;3\nB;4\n", "ValueError: invalid literal for int() with base 10: 'qty'",
+         "'qty' is a column name, in the header row of s.csv: ['id', 'qty']"),
+    ],
+)  # fmt: skip
+def test_a_semicolon_file_s_header_as_a_lookup_and_as_data(
+    tmp_path: Path, rows: str, message: str, shown: str
 ) -> None:
-    ws = workspace(tmp_path, {"s.csv": "id;qty\nA;3\nB;4\n"})
-    text = input_evidence("ValueError: invalid literal for int() with base 10: 'qty'", ws)
-    assert text == "'qty' is a column name, in the header row of s.csv: ['id', 'qty']"
+    assert input_evidence(message, workspace(tmp_path, {"s.csv": rows})) == shown
 
 
 def test_a_group_line_is_for_keys_only_and_stays_short_on_long_or_missing_cells(
