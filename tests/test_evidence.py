@@ -10,6 +10,7 @@ from agent.evidence import crashed_on_data, crashed_on_missing, data_evidence, i
 from agent.llm.scripted import ScriptedLLM
 from agent.profile import input_profile, input_symbols
 from agent.prompts import EVIDENCE_GUIDANCE
+from agent.result import RunResult
 from agent.rules import bom_writes, catches, imported, own_modules
 from tests.helpers import GEN, REFINE, code, fix, make_task
 from tests.test_loop import agent_for
@@ -162,6 +163,21 @@ SUM_AMOUNTS = (
 )
 
 
+def skip_run(tmp_path: Path, handler: str, rows: str, rounds: int) -> tuple[RunResult, ScriptedLLM]:
+    """A run whose draft sums a.csv's amounts and crashes, and whose repair wraps the sum in
+    `handler` (the small model's usual repair of a crash on the input)."""
+    skip = (
+        "import csv, json\ntotal = 0\nfor r in csv.DictReader(open('a.csv')):\n"
+        f"    try:\n        total += float(r['amount'])\n    {handler}\n"
+        "json.dump(total, open('out.json', 'w'))\n"
+    )
+    llm = ScriptedLLM.by_system({GEN: [code(SUM_AMOUNTS)], REFINE: [fix(skip), fix(skip + "#")]})
+    task = make_task(tmp_path)
+    assert task.workspace is not None
+    (task.workspace / "a.csv").write_text(rows)
+    return agent_for(llm, tmp_path, max_rounds=rounds).run(task), llm
+
+
 def test_the_refiner_is_shown_the_column_of_the_value_that_crashed(tmp_path: Path) -> None:
     crash = SUM_AMOUNTS
     llm = ScriptedLLM.by_system({GEN: [code(crash)], REFINE: [fix(crash.replace("a.csv", "b"))]})
@@ -191,17 +207,7 @@ def test_a_repair_that_catches_the_crash_on_the_input_is_told_so(
     tmp_path: Path, handler: str, told: bool
 ) -> None:
     # The small model's usual repair of a crash on '$860.45': skip the rows it cannot read.
-    crash = SUM_AMOUNTS
-    skip = (
-        "import csv, json\ntotal = 0\nfor r in csv.DictReader(open('a.csv')):\n"
-        f"    try:\n        total += float(r['amount'])\n    {handler}\n"
-        "json.dump(total, open('out.json', 'w'))\n"
-    )
-    llm = ScriptedLLM.by_system({GEN: [code(crash)], REFINE: [fix(skip), fix(skip + "#")]})
-    task = make_task(tmp_path)
-    assert task.workspace is not None
-    (task.workspace / "a.csv").write_text('id,amount\n1,$860.45\n2,"$4,332.59"\n3,7\n')
-    result = agent_for(llm, tmp_path, max_rounds=3).run(task)
+    result, llm = skip_run(tmp_path, handler, 'id,amount\n1,$860.45\n2,"$4,332.59"\n3,7\n', 3)
     second = result.rounds[1].feedback
     assert second.kind in ("check_failed", "runtime_error")
     issue = (
@@ -724,16 +730,8 @@ def test_a_name_the_program_wrote_that_no_cell_holds_shows_the_closest_cell(
 def test_skipping_a_missing_value_is_not_told_it_loses_data(tmp_path: Path) -> None:
     # missing_01 passed by skipping blank scores; jsonl_03 was told its skip of records
     # without 'humidity' made the result wrong. A crash on a missing value gets no such issue.
-    skip = (
-        "import csv, json\ntotal = 0\nfor r in csv.DictReader(open('a.csv')):\n"
-        "    try:\n        total += float(r['amount'])\n    except ValueError:\n"
-        "        continue\njson.dump(total, open('out.json', 'w'))\n"
-    )
-    llm = ScriptedLLM.by_system({GEN: [code(SUM_AMOUNTS)], REFINE: [fix(skip), fix(skip + "#")]})
-    task = make_task(tmp_path)
-    assert task.workspace is not None
-    (task.workspace / "a.csv").write_text("id,amount\n1,\n2,5\n3,N/A\n")
-    result = agent_for(llm, tmp_path, max_rounds=2).run(task)
+    handler = "except ValueError:\n        continue"
+    result, _ = skip_run(tmp_path, handler, "id,amount\n1,\n2,5\n3,N/A\n", 2)
     assert result.rounds[0].feedback.key_message == (
         "ValueError: could not convert string to float: ''"
     )
