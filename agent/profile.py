@@ -153,7 +153,7 @@ def input_symbols(workspace: Path | None) -> str | None:
     return "\n".join(lines) or None
 
 
-# Cells that mark a value as absent (`memory.lexical`'s "∅" mark reads them when quoted).
+# Cells that mark a value as absent (`memory.marks`'s "∅" mark reads them when quoted).
 MISSING_CELLS = frozenset({"", "na", "n/a", "null", "none", "nan", "-", "?", "—", "–"})
 
 

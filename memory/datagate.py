@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory.dedup import index_text
-from memory.lexical import DELIMITERS, MISSING, data_marks
+from memory.marks import DELIMITERS, MISSING, data_marks
 from memory.matchtext import match_text
 from memory.types import Lesson, LessonQuery
 

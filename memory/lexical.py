@@ -47,9 +47,9 @@ RECALLABLE = ("candidate", "validated")
 # Python shows it in a header repr and as `agent.task.preview_bytes` shows it in a file's
 # head). A task's data and a lesson's symptom often share little else: '$860.45' in one file,
 # '$4,332.59' in the other. Each becomes a token of its own ("ufeff" for the BOM).
-_CURRENCY = frozenset("$€£¥")
-_SYMBOLS = "".join(sorted(_CURRENCY)) + "%;|"
-_TOKEN = re.compile(rf"\w+|[{re.escape(_SYMBOLS)}]|\ufeff|\\ufeff")
+CURRENCY = frozenset("$€£¥")
+SYMBOLS = "".join(sorted(CURRENCY)) + "%;|"
+_TOKEN = re.compile(rf"\w+|[{re.escape(SYMBOLS)}]|\ufeff|\\ufeff")
 
 
 # A quoted value ('$4,332.59', '18,9', 'N/A'), as symptoms, input evidence and a task start's
@@ -85,66 +85,6 @@ def tokenize(text: str) -> list[str]:
         if not form or not set(form) <= {"a", "\\"}:  # not a word (nor one with escapes)
             tokens.append("§" + form)
     return tokens
-
-
-_DATA_SYMBOLS = frozenset(_SYMBOLS) | {"ufeff"}
-
-
-# A value quoted in prose ('a;b', not the "file's ... it's" of two apostrophes).
-_QUOTED_VALUE = re.compile(r"(?<!\w)'[^'\n]*'(?!\w)")
-DELIMITERS = frozenset(";|")
-# A missing value as a message quotes the one it failed on (": ''", ": 'N/A'"), not any ''
-# (`.replace(',', '')` in a root cause is code): "∅" among the marks. In a lesson's words
-# (`data=False, words=True`) the same value must be quoted again, as a cell of the input
-# evidence: a '' the program made itself (`s.split('$')[0]`) is no blank cell. A failure
-# happening now is judged with its task's data, which shows whether it has blanks. The data
-# side writes
-# "a missing value in the input: ''" (`agent.profile.input_symbols`).
-MISSING = "∅"
-_MISSING_VALUE = re.compile(
-    r"""(?<=: )(''|""|'(?:n/?a|na|null|none|nan|-|\?|—|–)')(?![\w'])""", re.IGNORECASE
-)
-# A byte order mark named in words ("Unexpected UTF-8 BOM", "a byte order mark"), read in a
-# failure's or a lesson's words only (a data file's "BOM" column is a bill of materials);
-# "no BOM" or "not a BOM" names none.
-_BOM_WORDS = re.compile(
-    r"(?<!\bno )(?<!\bnot a )(?<!\bnot )(?:\bBOMs?\b|(?i:\bbyte[- ]order[- ]marks?\b))"
-)
-
-
-# A currency written as its code beside a number ('USD 1,625', '3,725 EUR'): "¤" as a sign.
-_CODES = "USD|EUR|GBP|JPY|CHF|CAD|AUD|NZD|CNY|INR|SEK|NOK|DKK|PLN|CZK|HUF|BRL|MXN|ZAR|KRW|SGD|HKD"
-_CURRENCY_CODE = re.compile(rf"\b(?:{_CODES})\s?[-+]?\d|\d\s?(?:{_CODES})\b")
-
-
-def data_marks(text: str, *, data: bool = True, words: bool = False) -> frozenset[str]:
-    """The data symbols `text` holds (`_TOKEN`'s currency signs, '%', ';', '|' and the BOM),
-    plus "¤" for any currency, sign or code ('USD 1,625'): a lesson learned on '€ 414'
-    applies to '$860.45'; plus "∅" for a missing value quoted as a message quotes the value
-    it failed on (": ''", ": 'N/A'"): a lesson learned on a blank cell is for data with
-    blanks or NA markers; a BOM named in words counts as the BOM. Value
-    shapes are not marks: a lesson learned on one date or decimal format applies to another
-    (measured: with shapes, recall lost a tenth of its right first hits). Read by recall's
-    data gate (`memory.datagate`).
-
-    `data=False` for prose (a lesson's symptom and root cause): ';' and '|' count only inside
-    a quoted value there, since prose uses them as punctuation ("(+02:00, Z); mixing ...").
-    `words=True` for a failure's or a lesson's words (not a data file): a BOM may be named
-    there, and a missing value must also be quoted as an input cell."""
-    marks = {t for t in tokenize(text) if t in _DATA_SYMBOLS}
-    if _CURRENCY_CODE.search(text):
-        marks.add("¤")
-    missing = _MISSING_VALUE.search(text)
-    if missing and (data or not words or text.count(missing.group(1)) >= 2):
-        marks.add(MISSING)
-    if words and _BOM_WORDS.search(text):
-        marks.add("ufeff")
-    if not data:
-        quoted = "".join(_QUOTED_VALUE.findall(text))
-        marks -= {d for d in DELIMITERS if d not in quoted}
-    if marks & _CURRENCY:
-        marks.add("¤")
-    return frozenset(marks)
 
 
 class _Posting:

@@ -1,4 +1,4 @@
-"""Recall's data gate (memory.datagate, memory.lexical.data_marks) on a real in-memory
+"""Recall's data gate (memory.datagate, memory.marks.data_marks) on a real in-memory
 store, with an embedder that puts every lesson at the same cosine: only the data decides."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memory import LessonDraft, LessonQuery, Memory
-from memory.lexical import data_marks
+from memory.marks import data_marks
 from memory.types import RecallStage
 
 
