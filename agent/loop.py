@@ -351,12 +351,9 @@ class _Run:
             render_lessons(lessons, self.cfg.lesson_token_budget),
             failure,
         )
-        messages = [
-            Message(role="system", content=prompts.GENERATOR_SYSTEM),
-            Message(role="user", content=user),
-        ]
+        system = Message(role="system", content=prompts.GENERATOR_SYSTEM)
         completion = self.agent.generator.complete(
-            messages,
+            [system, Message(role="user", content=user)],
             temperature=self.cfg.temperature if temperature is None else temperature,
             max_tokens=self.cfg.max_tokens,
             seed=seed,
