@@ -158,12 +158,17 @@ def crashed_on_data(error_type: str | None, message: str | None, workspace: Path
         return any(raw.startswith(b"\xef\xbb\xbf") for _, raw in input_files(workspace))
     if error_type not in ("ValueError", "KeyError"):
         return False
-    literals = [m.group(0) for m in _QUOTED.finditer(message)][:MAX_LITERALS]
-    values = [v for v in (_literal(q) for q in literals) if v is not None]
+    values = _quoted_strings(message)[:MAX_LITERALS]
     return bool(values) and any(
         _data_fault(error_type, values, raw.decode("utf-8", errors="replace"))
         for _, raw in input_files(workspace)
     )
+
+
+def _quoted_strings(message: str) -> list[str]:
+    """Every string literal `message` quotes, in order, blanks included."""
+    found = (_literal(m.group(0)) for m in _QUOTED.finditer(message))
+    return [v for v in found if v is not None]
 
 
 def _literal(quoted: str) -> str | None:
@@ -204,8 +209,7 @@ def crashed_on_missing(error_type: str | None, message: str | None, workspace: P
     average of the values given), so a program that skips it is not told that skipping loses
     data. A '' the program made itself, or a key spelled 'Humidity' elsewhere, is no missing
     value."""
-    quoted = [_literal(m.group(0)) for m in _QUOTED.finditer(message or "")]
-    values = [v for v in quoted if v is not None]
+    values = _quoted_strings(message or "")
     if not values or workspace is None or not workspace.is_dir():
         return False
     # strptime names the value first ("time data '' does not match format '%Y'").
