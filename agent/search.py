@@ -193,28 +193,27 @@ class RoundSearch:
         self.digests: set[str] = set()
         # The fix notes the refiner gave so far: its prompt lists them as already tried.
         self.tried: list[str] = []
-        # The previous round's second-best candidate and its checks: the hot refiner samples
-        # alternate between it and the best, so one base that misleads cannot take all of them.
-        self.runner_up: tuple[Candidate, tuple[Feedback, ...]] | None = None
-        # The previous round's best candidate drawn without lessons, when its best was drawn
-        # with them: "refine_bare" repairs it, the line a run without memory would take.
-        self.bare: tuple[Candidate, tuple[Feedback, ...]] | None = None
+        # By round: its second best (hot refiner samples alternate between it and the best, so
+        # one base that misleads cannot take them all), and its best drawn without lessons
+        # when its best had them ("refine_bare" repairs it: a run without memory's line).
+        self.runner_up: dict[int, tuple[Candidate, tuple[Feedback, ...]]] = {}
+        self.bare: dict[int, tuple[Candidate, tuple[Feedback, ...]]] = {}
         # What each refiner candidate repaired, by its digest (a fresh generation repaired
         # nothing): the change a pass made is its difference from that (`agent.reduce`).
         self.base_of: dict[str, Candidate] = {}
 
-    def draw(self, last: RoundRecord, lessons: Sequence[ScoredLesson]) -> Pool:
-        """Draw and check the candidates of the round after `last`, in `plan_draws` order.
+    def draw(self, last: RoundRecord, round_no: int, lessons: Sequence[ScoredLesson]) -> Pool:
+        """Draw and check round `round_no`'s candidates, repairs of `last`, by `plan_draws`.
 
         Stops when the pool is full, a candidate passed or the token budget is reached. An
         empty pool means no draw was new (or the budget ran out before one).
         """
         run, cfg = self.run, self.run.cfg
-        round_no = last.round + 1
         best = (last.candidate, last.checks)
+        runner_up, bare = self.runner_up.get(last.round), self.bare.get(last.round)
         # What each refiner draw repairs: the best, the runner-up, or (the greedy draw without
         # lessons, when there are lessons) the best candidate drawn without them.
-        bases = {"best": best, "alt": self.runner_up or best, "bare": self.bare or best}
+        bases = {"best": best, "alt": runner_up or best, "bare": bare or best}
         cached: dict[tuple[str, bool], list[Message]] = {}
         # The note for the next draw from a prompt whose last answer was not checked.
         unusable: dict[tuple[str, bool], str | None] = {}
@@ -234,9 +233,9 @@ class RoundSearch:
             plan_draws(
                 cfg,
                 has_output=bool(run.task.output),
-                has_runner_up=self.runner_up is not None,
+                has_runner_up=runner_up is not None,
                 has_lessons=bool(lessons),
-                has_bare=self.bare is not None,
+                has_bare=bare is not None,
             )
         ):
             if len(pool.drawn) >= cfg.pool_size or pool.passed:
@@ -369,8 +368,8 @@ class RoundSearch:
             best[entry.lessons] = max(rank, best.get(entry.lessons, rank))
         return True in best and False in best and best[False] > best[True]
 
-    def choose(self, pool: Pool) -> tuple[Chosen, tuple[PoolEntry, ...]]:
-        """The best of a drawn pool with the round's whole cost, and the entries marked.
+    def choose(self, pool: Pool, round_no: int) -> tuple[Chosen, tuple[PoolEntry, ...]]:
+        """The best of round `round_no`'s pool with its whole cost, and the entries marked.
 
         The second best becomes the runner-up the next round's hot samples alternate to. On a
         tie a candidate drawn without the lessons wins (then the earlier draw): lessons must
@@ -384,10 +383,11 @@ class RoundSearch:
             reverse=True,
         )
         best = order[0]
-        self.runner_up = pool.drawn[order[1]][:2] if len(order) > 1 else None
+        if len(order) > 1:
+            self.runner_up[round_no] = pool.drawn[order[1]][:2]
         bare = [k for k in order if not pool.entries[k].lessons]
-        shown = pool.entries[best].lessons
-        self.bare = pool.drawn[bare[0]][:2] if shown and bare else None
+        if pool.entries[best].lessons and bare:
+            self.bare[round_no] = pool.drawn[bare[0]][:2]
         entries = tuple(
             e.model_copy(update={"chosen": k == best}) for k, e in enumerate(pool.entries)
         )

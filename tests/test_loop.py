@@ -515,6 +515,24 @@ def test_hot_samples_also_repair_the_last_rounds_runner_up(tmp_path: Path) -> No
     assert seen_bases == ["json.dump(10", "json.dump(5"]
 
 
+def test_a_round_that_did_worse_is_not_repaired_the_best_round_is(tmp_path: Path) -> None:
+    bases: list[str] = []
+
+    def repair(messages: Sequence[Message]) -> str:
+        prompt = messages[-1].content
+        bases.append(next(v for v in ("json.dump(30", "x = {}") if v in prompt))
+        return fix(GOOD) if bases[-1] == "json.dump(30" else fix(writes(2))
+
+    # Round 1 gets 30 of 42; round 2's only draw crashes (worse). Round 3 repairs round 1's
+    # program, not round 2's crash, and passes.
+    llm = ScriptedLLM.by_system({GEN: [code(writes(30))], REFINE: [fix(CRASH), repair]})
+    task = make_task(tmp_path, checker=SCORED_CHECK)
+    result = agent_for(llm, tmp_path, max_rounds=3, resample_attempts=0).run(task)
+    assert [r.feedback.kind for r in result.rounds] == ["check_failed", "runtime_error", "success"]
+    assert bases == ["json.dump(30"]
+    assert "(round 1)" in llm.calls[-1].messages[-1].content and result.passed
+
+
 # -- round 1's search -----------------------------------------------------------------------
 
 
