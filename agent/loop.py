@@ -44,6 +44,7 @@ from agent.search import Chosen, Pool, Rank, RoundSearch, rank_feedback
 from agent.splice import programs_of, splice_repair
 from agent.stopping import decide_stop
 from agent.task import Task
+from memory.datagate import views_marks
 from memory.render import render_lessons
 from memory.types import LessonQuery, Recall, RecallStage, ScoredLesson
 
@@ -254,14 +255,12 @@ class _Run:
 
     def _finish(self, reason: StopReason) -> RunResult:
         best = max(self.rounds, key=_rank)
-        final = self.rounds[-1].feedback
-        passed = best.feedback.passed
-        unresolved: tuple[str, ...] = ()
-        if not passed:
-            unresolved = best.feedback.issues or (best.feedback.compressed(),)
+        final, passed = self.rounds[-1].feedback, best.feedback.passed
+        unresolved = () if passed else best.feedback.issues or (best.feedback.compressed(),)
         usage = self._spent_usage()
         reduced = self._reduce(best) if passed else {}
         self.emit("stopped", len(self.rounds), f"{reason} (last: {final.kind})", usage)
+        marks = tuple(sorted(views_marks(self.data))) if self.inputs else None
         return RunResult(
             run_id=self.run_id,
             task_id=self.task.id,
@@ -277,6 +276,7 @@ class _Run:
             run_dir=self.run_dir,
             outranked_lesson_ids=self.outranked,
             first_failure=self.first_failure,
+            input_marks=marks,
             **reduced,
         )
 

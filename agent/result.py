@@ -97,6 +97,10 @@ class RunResult(BaseModel):
     # The digest of the candidate the passing one repaired: the change is relative to it.
     verified_base: str | None = None
     taken_back: tuple[str, ...] = ()
+    # The data symbols the task's input holds (`memory.marks`: currency, '%', ';', '|', BOM,
+    # a missing value), as recall's data gate saw them; None: no input files, or not known.
+    # The retrospective keeps no claim about data the input does not have.
+    input_marks: tuple[str, ...] | None = None
     # When a hot sample of round 1 passed after round 1's earlier draws failed: the best of
     # those failing draws, as the round it would have been alone. The pass repaired it (the
     # verified change is relative to it), so the retrospective reads it before `rounds`.

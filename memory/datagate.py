@@ -95,13 +95,14 @@ def query_data(query: LessonQuery) -> QueryData:
             if query.stage == "reflection"
             else frozenset()
         )
-        return QueryData(_marks_of(query.data) | text, strict=True)
+        return QueryData(views_marks(query.data) | text, strict=True)
     if query.stage == "seed":
-        return QueryData(_marks_of(query.surface))
+        return QueryData(views_marks(query.surface))
     return QueryData(data_marks(match_text(query.text), words=True))
 
 
-def _marks_of(views: tuple[str, ...]) -> frozenset[str]:
+def views_marks(views: tuple[str, ...]) -> frozenset[str]:
+    """The data symbols a task's data views hold (`agent.queries.data_views`)."""
     text = "\n".join(v for v in views if v.strip())
     return data_marks(match_text(text)) if text else frozenset()
 

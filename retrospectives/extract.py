@@ -11,9 +11,11 @@ a passing one, and it carries the code change between them ("verified change: ..
 unsolved run, or a failure the passing candidate does not show a change for, writes no
 advice: a guessed fix recalled into later prompts would teach the wrong thing. When the
 model's fix quotes code the passing candidate does not contain, the diff wins and the
-lesson says so. Drafts are always "candidate" (a lesson is validated later, when a run that
-recalled it passes); every draft carries the run's recalled lesson ids so the memory's
-recall-loop guard can refuse to re-learn a lesson it just injected.
+lesson says so; a field naming data the run did not have (a BOM its input lacks, copied from
+a recalled lesson) gives way to the facts (`retrospectives.grounded`). Drafts are always
+"candidate" (a lesson is validated later, when a run that recalled it passes); every draft
+carries the run's recalled lesson ids so the memory's recall-loop guard can refuse to
+re-learn a lesson it just injected.
 """
 
 from __future__ import annotations
@@ -37,12 +39,14 @@ from retrospectives.facts import (
     lesson_error_type,
     symptom_of,
 )
+from retrospectives.grounded import ungrounded
 from retrospectives.summary import Advice, ProcessSummary, summarise
 
 # Evidence markers: a person (or `lessonloop review`) can see how a lesson was written.
 FALLBACK_INVALID = "fallback: model output invalid"
 FALLBACK_UNAVAILABLE = "fallback: model unavailable"
 FALLBACK_CONTRADICTS_DIFF = "fallback: the model's fix contradicts the verified change"
+FALLBACK_UNGROUNDED = "fallback: the model named data the run did not have"
 NO_MODEL = "deterministic: no model"
 
 _PLACEHOLDERS = {"", "...", "n/a", "none", "unknown", "todo", "tbd"}
@@ -188,16 +192,25 @@ class Retrospective:
         parsed = completion.parsed
         if parsed is None:
             return deterministic_advice(result, step), FALLBACK_INVALID, completion.usage
-        fix = parsed.fix
-        marker = None
+        facts = deterministic_advice(result, step)
+        fields = {"root_cause": parsed.root_cause, "fix": parsed.fix, "when": parsed.applies_when}
+        markers = []
         if contradicts(parsed.fix, result, step):
-            fix, marker = deterministic_advice(result, step).fix, FALLBACK_CONTRADICTS_DIFF
+            fields["fix"] = facts.fix
+            markers.append(FALLBACK_CONTRADICTS_DIFF)
+        named = {name: ungrounded(text, result, step) for name, text in fields.items()}
+        if any(named.values()):
+            # A field naming data the run never had gives way to the facts' version.
+            own = {"root_cause": facts.root_cause, "fix": facts.fix, "when": facts.applies_when}
+            fields.update({name: own[name] for name, bad in named.items() if bad})
+            shown = ", ".join(sorted(set().union(*named.values())))
+            markers.append(f"{FALLBACK_UNGROUNDED} ({shown})")
         advice = Advice(
-            root_cause=parsed.root_cause,
-            fix=with_change(fix, step.change),
-            applies_when=parsed.applies_when,
+            root_cause=fields["root_cause"],
+            fix=with_change(fields["fix"], step.change),
+            applies_when=fields["when"],
         )
-        return advice, marker, completion.usage
+        return advice, "; ".join(markers) or None, completion.usage
 
     def _render(self, result: RunResult, step: FailureStep) -> str:
         return prompts.render_lesson(
@@ -358,7 +371,10 @@ def deterministic_advice(result: RunResult, step: FailureStep) -> Advice:
     """Root cause, fix and scope of a step from the trajectory alone (no model)."""
     fb = step.feedback
     observed = fb.key_message or (fb.issues[0] if fb.issues else fb.summary.strip()[:200])
-    cause = step.stated_cause or f"{fb.error_type or fb.kind.replace('_', ' ')}: {observed}"
+    # The refiner's own words, unless they name data the run did not have (copied from a
+    # recalled lesson): then what was observed.
+    stated = step.stated_cause if not ungrounded(step.stated_cause or "", result, step) else None
+    cause = stated or f"{fb.error_type or fb.kind.replace('_', ' ')}: {observed}"
     removed = next(
         (
             ln[1:].strip()
@@ -371,7 +387,8 @@ def deterministic_advice(result: RunResult, step: FailureStep) -> Advice:
     if removed:
         when += f" on code like `{removed[:120]}`"
     if step.resolved:
-        fix = with_change(step.fix_note or "", step.change) or "rewrite the failing part"
+        note = step.fix_note if not ungrounded(step.fix_note or "", result, step) else None
+        fix = with_change(note or "", step.change) or "rewrite the failing part"
     else:
         tried = tried_fixes(result, step)
         fix = "not found in this run" + (

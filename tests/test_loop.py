@@ -588,6 +588,10 @@ def test_round_one_draws_no_sample_after_a_crash_on_the_input(tmp_path: Path) ->
     assert "$860.45" in (first.feedback.key_message or "")
     assert first.pool == () and first.usage.calls == 1
     assert result.passed and len(result.rounds) == 2 and result.rounds[1].action == "refine"
+    # The run records the data symbols its input holds, for the retrospective to check
+    # what a lesson says about the data against.
+    assert result.input_marks is not None and "$" in result.input_marks
+    assert "ufeff" not in result.input_marks
     assert [c.seed for c in llm.calls if GEN in c.system] == [None]
 
 

@@ -17,6 +17,7 @@ from retrospectives.extract import (
     FALLBACK_CONTRADICTS_DIFF,
     FALLBACK_INVALID,
     FALLBACK_UNAVAILABLE,
+    FALLBACK_UNGROUNDED,
     NO_MODEL,
     RetroConfig,
     Retrospective,
@@ -167,6 +168,48 @@ def test_advice_to_handle_errors_loses_when_what_passed_caught_nothing() -> None
     llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(fix=advice)]})
     (draft,) = Retrospective(llm).analyse(result).drafts
     assert draft.fix.startswith("Check each amount")
+
+
+def test_a_claim_about_data_the_run_did_not_have_gives_way_to_the_facts() -> None:
+    # A root cause copied from a recalled BOM lesson, on '$' data without a BOM.
+    bom = "The input file starts with a byte order mark (BOM) that breaks the reader."
+    llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(root_cause=bom)]})
+    result = fixed_once().model_copy(update={"input_marks": ("$", "¤")})
+    outcome = Retrospective(llm).analyse(result)
+    (draft,) = outcome.drafts
+    assert "BOM" not in draft.root_cause and "'$'" in draft.root_cause  # the refiner's cause
+    assert draft.fix.startswith("strip '$' and spaces")  # grounded: '$' is in the data
+    assert outcome.fallbacks == (f"{FALLBACK_UNGROUNDED} (ufeff)",)
+    # The same words on data with a BOM, or on a run whose input is not known, stand.
+    for marks in (("ufeff", "$"), None):
+        llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(root_cause=bom)]})
+        known = fixed_once().model_copy(update={"input_marks": marks})
+        outcome = Retrospective(llm).analyse(known)
+        assert outcome.drafts[0].root_cause == bom and outcome.fallbacks == ()
+
+
+def test_grounding_counts_any_currency_and_no_strftime_percent() -> None:
+    general = "Strip any currency sign ('$', '€', '£') and parse dates with '%Y-%m-%d'."
+    llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(fix=general)]})
+    result = fixed_once().model_copy(update={"input_marks": ("$", "¤")})
+    outcome = Retrospective(llm).analyse(result)
+    assert outcome.drafts[0].fix.startswith("Strip any currency sign") and outcome.fallbacks == ()
+    # A ';' named as the delimiter of '$' data that has none is not kept.
+    llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(fix="Split each line on ';' first.")]})
+    outcome = Retrospective(llm).analyse(result)
+    assert "';'" not in outcome.drafts[0].fix and "verified change:" in outcome.drafts[0].fix
+    assert outcome.fallbacks == (f"{FALLBACK_UNGROUNDED} (;)",)
+
+
+def test_the_facts_drop_a_refiner_note_copied_from_a_lesson_about_other_data() -> None:
+    copied = "remove the BOM from the input file before reading it"
+    result = run(
+        record(1, candidate(CRASH), VALUE_ERROR),
+        record(2, candidate(GOOD, copied, "the file has a BOM"), OK),
+    ).model_copy(update={"input_marks": ("$", "¤")})
+    (draft,) = Retrospective(None).analyse(result).drafts
+    assert "BOM" not in draft.root_cause and "BOM" not in draft.fix
+    assert draft.fix.startswith("verified change:")
 
 
 def test_a_model_fix_keeps_the_verified_change_beside_it() -> None:
