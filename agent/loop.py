@@ -37,10 +37,11 @@ from agent.feedback import Feedback
 from agent.imports import complete_imports
 from agent.llm.base import LLM, Message, Usage
 from agent.queries import data_views, error_types, seed_query
+from agent.rank import best_round, next_base
 from agent.reduce import reduce_change
 from agent.result import PoolEntry, RoundAction, RoundRecord, RunResult, StopReason
 from agent.sandbox import Sandbox
-from agent.search import Chosen, Pool, Rank, RoundSearch, rank_feedback
+from agent.search import Chosen, Pool, RoundSearch
 from agent.splice import programs_of, splice_repair
 from agent.stopping import decide_stop
 from agent.task import Task
@@ -176,10 +177,7 @@ class _Run:
             if self.spent() >= (self.cfg.token_budget or float("inf")):
                 return self._finish("budget")
             t0 = time.monotonic()
-            # Repair the last round unless an earlier one outranks it (1.5B: 3 of 30 runs fell
-            # from 83 % credit to programs that wrote nothing, then repaired those).
-            base = max(reversed(self.rounds), key=lambda r: rank_feedback(r.feedback))
-            fb = base.feedback
+            fb = (base := next_base(self.rounds)).feedback
             lessons = self._recall("reflection", fb.compressed(program=False), error_types(fb))
             if (stop := self._refine(base, lessons, t0)) is not None:
                 return self._finish(stop)
@@ -245,8 +243,13 @@ class _Run:
         self.failures |= signatures
 
     def _stop_reason(self) -> StopReason | None:
+        last = self.rounds[-1]
+        repaired = self.rounds[last.base_round - 1].feedback if last.base_round else None
         return decide_stop(
-            [r.feedback for r in self.rounds],
+            last.feedback,
+            rounds=len(self.rounds),
+            repaired=repaired,
+            upcoming=next_base(self.rounds).feedback,
             max_rounds=self.cfg.max_rounds,
             score_threshold=self.cfg.score_threshold,
             has_external_check=self.task.check is not None,
@@ -254,7 +257,7 @@ class _Run:
         )
 
     def _finish(self, reason: StopReason) -> RunResult:
-        best = max(self.rounds, key=_rank)
+        best = best_round(self.rounds)
         final, passed = self.rounds[-1].feedback, best.feedback.passed
         unresolved = () if passed else best.feedback.issues or (best.feedback.compressed(),)
         usage = self._spent_usage()
@@ -386,7 +389,7 @@ class _Run:
         self._note_outranked(pool, lessons)
         self._note_failures(pool)
         chosen, entries = self.search.choose(pool, round_no)
-        self._append(round_no, "refine", chosen, entries, t0, pool.repeats, lessons)
+        self._append(round_no, "refine", chosen, entries, t0, pool.repeats, lessons, base.round)
         return None
 
     def check_one(
@@ -422,6 +425,7 @@ class _Run:
         t0: float,
         resamples: int,
         lessons: Sequence[ScoredLesson],
+        repairs: int | None = None,
     ) -> None:
         candidate, checks, usage = chosen
         self.rounds.append(
@@ -435,6 +439,7 @@ class _Run:
                 resamples=resamples,
                 recalled_lesson_ids=tuple(s.lesson.id for s in lessons),
                 pool=pool,
+                repairs=repairs,
             )
         )
 
@@ -443,8 +448,3 @@ class _Run:
 
     def spent(self) -> int:
         return self._spent_usage().total_tokens
-
-
-def _rank(record: RoundRecord) -> tuple[Rank, int]:
-    # On a tie the earlier round wins: it cost less to reach.
-    return rank_feedback(record.feedback), -record.round

@@ -22,7 +22,7 @@ StopReason = Literal[
 RoundAction = Literal["generate", "refine"]
 # How a candidate of a round was drawn: the first generation (with seed lessons), its control
 # (the same without them), a hot generation from round 1's prompt ("sample"), the refiner's
-# answer (greedy or hotter) to the best candidate so far, a hot repair of the last round's
+# answer (greedy or hotter) to the best candidate so far, a hot repair of the repaired round's
 # runner-up, the refiner's greedy repair of the best candidate drawn without lessons (when
 # the best was drawn with them), or a fresh generation that was shown the failing example.
 CandidateOrigin = Literal[
@@ -60,11 +60,21 @@ class RoundRecord(BaseModel):
     recalled_lesson_ids: tuple[str, ...] = ()
     # Every candidate checked in this round (the search); `candidate` is the chosen one.
     pool: tuple[PoolEntry, ...] = ()
+    # The round whose chosen candidate a refinement repaired (`agent.rank.next_base`: not
+    # always the one before). None: a generation, or a record older than this field.
+    repairs: int | None = None
 
     @property
     def feedback(self) -> Feedback:
         """The verdict of the round: the last check that ran."""
         return self.checks[-1]
+
+    @property
+    def base_round(self) -> int | None:
+        """The round this one repaired; None for a generation."""
+        if self.action != "refine":
+            return None
+        return self.repairs if self.repairs is not None else self.round - 1
 
     @property
     def origin(self) -> CandidateOrigin | None:

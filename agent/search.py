@@ -3,7 +3,7 @@
 `plan_draws` says which draws a refinement round makes and in what order; `sample_first`
 draws round 1's hot samples; `rank_feedback` orders candidates by their verdicts; `Pool`
 holds what a round drew and spent. `RoundSearch` carries what the rounds of one run share
-(the answers seen, the fixes tried, the last round's runner-up), draws and checks one
+(the answers seen, the fixes tried, each round's runner-up), draws and checks one
 round's pool through the run's steps (`RunSteps`, implemented by `agent.loop`) and picks
 its best.
 """
@@ -20,6 +20,7 @@ from agent.candidate import Candidate
 from agent.evidence import crashed_on_data
 from agent.feedback import Feedback
 from agent.llm.base import Message, Usage
+from agent.rank import Rank, rank_feedback
 from agent.result import CandidateOrigin, PoolEntry, RoundRecord
 from memory.render import render_lessons
 from memory.types import ScoredLesson
@@ -27,19 +28,6 @@ from memory.types import ScoredLesson
 if TYPE_CHECKING:
     from agent.loop import EventKind, LoopConfig
     from agent.task import Task
-
-STAGE_RANK = {"rule": 0, "execution": 1, "critic": 2}
-# How far a failing program got: ran and was judged wrong > crashed > did not parse.
-KIND_RANK = {
-    "syntax_error": 0,
-    "timeout": 1,
-    "resource_error": 1,
-    "runtime_error": 2,
-    "check_failed": 3,
-    "critic_rejected": 3,
-    "success": 4,
-}
-
 
 # One draw of a round: where it comes from, its temperature, and whether its prompt shows
 # the recalled lessons.
@@ -60,8 +48,8 @@ def plan_draws(
     only from a pool of four: measured on the 1.5B model from failing rounds, 3 of 4 hot
     refiner samples passed and 0 of 4 fresh generations (they start over and fall into the
     trap again, or reach for a missing library). The fresh one stays, in larger pools, for
-    failures the refiner is anchored on. With a runner-up from
-    the last round, every other hot sample repairs it instead of the best: the best by
+    failures the refiner is anchored on. With a runner-up in
+    the round being repaired, every other hot sample repairs it instead of the best: the best by
     rank can be a dead end (a program that hides its error and writes zeros outranks one
     that crashed further into the data), and the runner-up is often one fix away.
 
@@ -71,7 +59,7 @@ def plan_draws(
     '$' amount), and the refiner shown it repeated its failing answer where the same
     refiner without it repaired the crash. The lessons must earn their place in the pool.
 
-    When the last round's best was drawn with lessons and one drawn without them exists
+    When the repaired round's best was drawn with lessons and one drawn without them exists
     (`has_bare`; after round 1 it is the control), the refiner's greedy repair of that one
     without lessons ("refine_bare") comes second, whether this round recalled lessons or
     not: the run keeps the line a run without memory takes. On the 1.5B a seed lesson's
@@ -115,23 +103,6 @@ class Pool:
     @property
     def tokens(self) -> int:
         return self.wasted.total_tokens + sum(d[2].total_tokens for d in self.drawn)
-
-
-# How good a verdict is, compared as a tuple (see `rank_feedback`).
-Rank = tuple[bool, int, int, float, float, int]
-
-
-def rank_feedback(verdict: Feedback) -> Rank:
-    """Orders candidates: passed, stage reached, how far the program got, partial credit,
-    critic score, fewer issues. Higher is better."""
-    return (
-        verdict.passed,
-        STAGE_RANK[verdict.stage] + (1 if verdict.passed else 0),
-        KIND_RANK.get(verdict.kind, 0),
-        verdict.credit or 0.0,
-        verdict.score or 0.0,
-        -len(verdict.issues),
-    )
 
 
 # The best candidate of a round: it, its checks, and what the round spent on it.
@@ -202,15 +173,18 @@ class RoundSearch:
         # nothing): the change a pass made is its difference from that (`agent.reduce`).
         self.base_of: dict[str, Candidate] = {}
 
-    def draw(self, last: RoundRecord, round_no: int, lessons: Sequence[ScoredLesson]) -> Pool:
-        """Draw and check round `round_no`'s candidates, repairs of `last`, by `plan_draws`.
+    def draw(self, base: RoundRecord, round_no: int, lessons: Sequence[ScoredLesson]) -> Pool:
+        """Draw and check round `round_no`'s candidates, repairs of round `base`, by
+        `plan_draws`; a base repaired before (`agent.rank.next_base` went back to it) gets
+        new seeds.
 
         Stops when the pool is full, a candidate passed or the token budget is reached. An
         empty pool means no draw was new (or the budget ran out before one).
         """
         run, cfg = self.run, self.run.cfg
-        best = (last.candidate, last.checks)
-        runner_up, bare = self.runner_up.get(last.round), self.bare.get(last.round)
+        best = (base.candidate, base.checks)
+        runner_up, bare = self.runner_up.get(base.round), self.bare.get(base.round)
+        seeds = 100 * (round_no - base.round - 1)
         # What each refiner draw repairs: the best, the runner-up, or (the greedy draw without
         # lessons, when there are lessons) the best candidate drawn without them.
         bases = {"best": best, "alt": runner_up or best, "bare": bare or best}
@@ -222,7 +196,7 @@ class RoundSearch:
             """The refiner's prompt for one base, with or without the lessons."""
             if (which, shown) not in cached:
                 cached[which, shown] = self._refiner_messages(
-                    *bases[which], last.round, lessons if shown else ()
+                    *bases[which], base.round, lessons if shown else ()
                 )
             return prompts.with_note(cached[which, shown], unusable.get((which, shown)))
 
@@ -245,15 +219,15 @@ class RoundSearch:
             drawn_at = time.monotonic()
             key: tuple[str, bool] | None = None
             if origin == "fresh":
-                feedback = last.feedback.compressed()
+                feedback = base.feedback.compressed()
                 candidate, cost = run.generate(lessons, failure=feedback, temperature=temperature)
             else:
                 key = ({"refine_alt": "alt", "refine_bare": "bare"}.get(origin, "best"), shown)
-                base = bases[key[0]][0]
+                repaired = bases[key[0]][0]
                 candidate, cost = run.repair(
-                    base, messages(*key), temperature=temperature, seed=draw
+                    repaired, messages(*key), temperature=temperature, seed=seeds + draw
                 )
-                self.base_of.setdefault(candidate.digest(), base)
+                self.base_of.setdefault(candidate.digest(), repaired)
             offer = (candidate, origin, temperature, cost, round_no)
             note = self._offer(pool, *offer, lessons=shown, drawn_at=drawn_at)
             if note == prompts.NO_FILES_NOTE:
@@ -371,7 +345,7 @@ class RoundSearch:
     def choose(self, pool: Pool, round_no: int) -> tuple[Chosen, tuple[PoolEntry, ...]]:
         """The best of round `round_no`'s pool with its whole cost, and the entries marked.
 
-        The second best becomes the runner-up the next round's hot samples alternate to. On a
+        The second best becomes the runner-up a repair of this round alternates to. On a
         tie a candidate drawn without the lessons wins (then the earlier draw): lessons must
         earn their place. Replayed on the 1.5B, a round-1 tie (both crashed on the trap) kept
         the lessons' program, and no repair of it passed where the run without memory,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from agent.feedback import Feedback
 from agent.result import StopReason
 
@@ -11,29 +9,34 @@ UNREADABLE_CRITIC = "the critic's verdict could not be parsed"
 
 
 def decide_stop(
-    verdicts: Sequence[Feedback],
+    last: Feedback,
     *,
+    rounds: int,
+    repaired: Feedback | None,
+    upcoming: Feedback | None = None,
     max_rounds: int,
     score_threshold: float,
     has_external_check: bool,
     found_new: bool = False,
 ) -> StopReason | None:
-    """Given the verdict of every round so far, return why to stop, or None to go on.
+    """Given the last round's verdict, return why to stop, or None to go on.
 
-    A stall is the same failure twice in a row. `found_new`: the last round also drew a
-    candidate that failed in a way no earlier candidate did (a round's search checks
-    several); the search is still moving, so a repeated best is no stall yet.
+    `rounds`: how many ran; `repaired`: the verdict of the candidate the last round repaired
+    (None: the last round was a generation); `upcoming`: the verdict the next round would
+    repair (default `last`; `agent.rank.next_base` may go back to an earlier round).
+    A stall is a repair that failed as what it repaired did. `found_new`: the last round
+    also drew a candidate that failed in a way no earlier candidate did (a round's search
+    checks several); the search is still moving, so a repeated best is no stall yet.
     """
-    last = verdicts[-1]
     if last.passed:
         return "passed"
     if not has_external_check and last.score is not None and last.score >= score_threshold:
         return "score_threshold"
-    if len(verdicts) >= max_rounds:
+    if rounds >= max_rounds:
         return "max_rounds"
-    if not actionable(last):
+    if not actionable(upcoming or last):
         return "no_actionable_issue"
-    if len(verdicts) >= 2 and verdicts[-2].signature() == last.signature() and not found_new:
+    if repaired is not None and repaired.signature() == last.signature() and not found_new:
         return "stall"
     return None
 

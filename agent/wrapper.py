@@ -70,7 +70,9 @@ def run_with_reflection(
             )
         )
         stop = decide_stop(
-            [s.feedback for s in steps],
+            steps[-1].feedback,
+            rounds=len(steps),
+            repaired=steps[-2].feedback if len(steps) > 1 else None,
             max_rounds=max_rounds,
             score_threshold=score_threshold,
             has_external_check=False,

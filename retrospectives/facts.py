@@ -89,6 +89,7 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
     # failed differently (a KeyError swallowed by try/except) taught nothing worth keeping.
     passed_at = next((at for at, r in enumerate(rounds) if r.feedback.passed), None)
     passing = rounds[passed_at] if passed_at is not None else None
+    line = _line_of(result, passed_at)
     # For the failure the passing candidate repaired, the change shown is the reduced one
     # (`agent.reduce`: what the pass did not need taken back, a handler that skips rows, a
     # debug print; it passed too). The reduction is relative to that candidate only: for
@@ -99,9 +100,14 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
     steps: list[FailureStep] = []
     for positions in groups.values():
         records = [rounds[at] for at in positions]
-        last = records[-1]
-        nxt = rounds[positions[-1] + 1] if positions[-1] + 1 < len(rounds) else None
-        repaired = passed_at is not None and passed_at > positions[-1]
+        # The pass fixed a failure only on its own line of repairs: a round the loop went
+        # back from (`agent.rank.next_base`) was fixed by nothing that came after it.
+        fixed_at = [at for at in positions if at in line]
+        at = fixed_at[-1] if fixed_at else positions[-1]
+        last = rounds[at]
+        following = line.get(at, at + 1)
+        nxt = rounds[following] if following < len(rounds) else None
+        repaired = bool(fixed_at)
         after = passing if repaired else None
         fixed = after.candidate if after is not None else None
         if reduced is not None and last.candidate.digest() == result.verified_base:
@@ -123,6 +129,28 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
             )
         )
     return steps
+
+
+def _line_of(result: RunResult, passed_at: int | None) -> dict[int, int]:
+    """The attempts (positions in `result.attempts`) the passing one descends from, each with
+    the position of the attempt that repaired it: the rounds each refinement repaired
+    (`RoundRecord.base_round`), back to a generation; a round-1 sample that passed repaired
+    `first_failure`. Empty when nothing passed."""
+    rounds = result.attempts
+    where = {r.round: at for at, r in enumerate(rounds)}  # round 1: its chosen record
+    line: dict[int, int] = {}
+    at = passed_at
+    while at is not None:
+        base = rounds[at].base_round
+        if base is not None and where.get(base, at) < at:
+            line[where[base]] = at
+            at = where[base]
+        elif at > 0 and result.first_failure is not None and rounds[0] is result.first_failure:
+            line[0] = at
+            at = None
+        else:
+            at = None
+    return line
 
 
 def _format_slip(feedback: Feedback) -> bool:

@@ -14,6 +14,7 @@ from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, LoopEvent, ReflectiveAgent
 from agent.prompts import EVIDENCE_GUIDANCE, NO_FILES_NOTE, REPEAT_NOTE
+from agent.result import RunResult
 from agent.sandbox import Sandbox
 from agent.task import Task
 from memory.render import HEADER, estimate_tokens
@@ -531,6 +532,30 @@ def test_a_round_that_did_worse_is_not_repaired_the_best_round_is(tmp_path: Path
     assert [r.feedback.kind for r in result.rounds] == ["check_failed", "runtime_error", "success"]
     assert bases == ["json.dump(30"]
     assert "(round 1)" in llm.calls[-1].messages[-1].content and result.passed
+    assert [r.repairs for r in result.rounds] == [None, 1, 1]
+    # Round 1 is repaired a second time: with new seeds, not round 2's again.
+    assert [c.seed for c in llm.calls[1:]] == [0, 100]
+
+
+def test_going_back_to_a_round_brings_its_runner_up_back(tmp_path: Path) -> None:
+    bases: list[str] = []
+
+    def repair(messages: Sequence[Message]) -> str:
+        prompt = messages[-1].content
+        bases.append(next(v for v in ("json.dump(30", "json.dump(20", "x = {}") if v in prompt))
+        second = bases.count("json.dump(20") == 2
+        return fix(GOOD) if second and bases[-1] == "json.dump(20" else fix(writes(len(bases)))
+
+    # Round 1: 30 (best) and 20 (runner-up) of 42. Round 2 crashes and gets 1 of 42 (worse).
+    # Round 3 repairs round 1 again, and its hot sample round 1's runner-up, which passes.
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(writes(30)), code(writes(20))], REFINE: [fix(CRASH), repair, repair, repair]}
+    )
+    task = make_task(tmp_path, checker=SCORED_CHECK)
+    config = {"max_rounds": 3, "resample_attempts": 0, "first_pool": 2, "pool_size": 2}
+    result = agent_for(llm, tmp_path, **config).run(task)
+    assert result.passed and [e.origin for e in result.rounds[2].pool] == ["refine", "refine_alt"]
+    assert bases == ["json.dump(20", "json.dump(30", "json.dump(20"]
 
 
 # -- round 1's search -----------------------------------------------------------------------
@@ -592,6 +617,30 @@ def test_round_one_draws_no_sample_after_a_crash_on_the_input(tmp_path: Path) ->
     # what a lesson says about the data against.
     assert result.input_marks is not None and "$" in result.input_marks
     assert "ufeff" not in result.input_marks
+
+
+def test_input_marks_name_a_bom_and_are_none_without_input_files(tmp_path: Path) -> None:
+    task = make_task(tmp_path / "a")
+    assert task.workspace is not None
+    (task.workspace / "tags.txt").write_bytes("\ufeffpython\nrust\n".encode())
+    llm = ScriptedLLM.by_system({GEN: [code(GOOD)]})
+    marks = agent_for(llm, tmp_path / "a").run(task).input_marks
+    assert marks is not None and "ufeff" in marks
+    bare = make_task(tmp_path / "b")
+    assert bare.workspace is not None
+    for f in bare.workspace.iterdir():
+        f.unlink()
+    llm = ScriptedLLM.by_system({GEN: [code(GOOD)]})
+    assert agent_for(llm, tmp_path / "b").run(bare).input_marks is None
+    # A trajectory written before the field (and before `repairs`) still loads.
+    result = agent_for(ScriptedLLM.by_system({GEN: [code(GOOD)]}), tmp_path / "c").run(
+        make_task(tmp_path / "c")
+    )
+    old = result.model_dump(mode="json")
+    del old["input_marks"]
+    for r in old["rounds"]:
+        del r["repairs"]
+    assert RunResult.model_validate(old).input_marks is None
     assert [c.seed for c in llm.calls if GEN in c.system] == [None]
 
 

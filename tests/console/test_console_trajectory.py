@@ -40,6 +40,24 @@ def test_rounds_carry_checks_lessons_and_notes() -> None:
     assert two.fix_note == "strip" and two.diffs[0].name == "solution.py"
 
 
+def test_a_round_that_went_back_is_diffed_against_the_round_it_repaired() -> None:
+    # Round 2 did worse; round 3 repaired round 1 again: its diff is from round 1's program.
+    worse = candidate(CRASH + "\nx = {}['missing']", "guess")
+    result = run(
+        record(1, candidate(CRASH), VALUE_ERROR),
+        record(2, worse, VALUE_ERROR),
+        record(3, candidate(GOOD, "strip"), OK).model_copy(update={"repairs": 1}),
+    )
+    one, two, three = rounds(result)
+    assert (one.repairs, two.repairs, three.repairs) == (None, 1, 1)
+    changed = [ln for ln in three.diffs[0].lines if ln[:1] in "+-" and ln[1:2] != ln[:1]]
+    assert changed == [
+        "-total = sum(float(r[1]) for r in rows)",
+        "+total = sum(float(r[1].strip().lstrip('$')) for r in rows)",
+    ]
+    assert three.diffs[0].lines[0] == "--- round 1/solution.py"
+
+
 def test_a_missing_or_broken_trajectory_says_why(tmp_path: Path) -> None:
     with pytest.raises(TrajectoryError, match="does not exist"):
         load(tmp_path)

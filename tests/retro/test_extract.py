@@ -201,6 +201,27 @@ def test_grounding_counts_any_currency_and_no_strftime_percent() -> None:
     assert outcome.fallbacks == (f"{FALLBACK_UNGROUNDED} (;)",)
 
 
+@pytest.mark.parametrize(
+    ("text", "goal", "after"),
+    [
+        # The program wrote the BOM: the fix's code names it.
+        ("It opened the output with a BOM; write it without a BOM.", "", "utf-8-sig"),
+        # The goal asks for the symbol in the output.
+        ("Format the share as '12.5%' as the goal asks.", "Write shares as '12.5%'.", ""),
+        ("Write totals as '$1,234.00'.", "Write totals like '$1,234.00'.", ""),
+    ],
+)
+def test_data_the_goal_or_the_fix_names_is_grounded(text: str, goal: str, after: str) -> None:
+    fixed = GOOD + (f"\nopen('out.csv', 'w', encoding='{after}')" if after else "")
+    before = CRASH + ("\nopen('out.csv', 'w', encoding='utf-8')" if after else "")
+    result = run(
+        record(1, candidate(before), WRONG_TOTAL), record(2, candidate(fixed, "fix it"), OK)
+    ).model_copy(update={"input_marks": (), "goal": goal or "Sum the amounts."})
+    llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(root_cause=text)]})
+    outcome = Retrospective(llm).analyse(result)
+    assert outcome.drafts[0].root_cause == text and outcome.fallbacks == ()
+
+
 def test_the_facts_drop_a_refiner_note_copied_from_a_lesson_about_other_data() -> None:
     copied = "remove the BOM from the input file before reading it"
     result = run(
@@ -210,6 +231,30 @@ def test_the_facts_drop_a_refiner_note_copied_from_a_lesson_about_other_data() -
     (draft,) = Retrospective(None).analyse(result).drafts
     assert "BOM" not in draft.root_cause and "BOM" not in draft.fix
     assert draft.fix.startswith("verified change:")
+
+
+def test_a_round_the_loop_went_back_from_teaches_nothing() -> None:
+    # Round 1 got far (a wrong total); round 2 crashed on a bug of its own (worse), so round 3
+    # repaired round 1 again and passed. Only round 1's failure was fixed by the pass.
+    key_error = Feedback(
+        kind="runtime_error",
+        stage="execution",
+        summary="KeyError: 'missing'",
+        error_type="KeyError",
+        key_message="KeyError: 'missing'",
+    )
+    wrong = GOOD.replace("lstrip('$')", "lstrip('$')[:-1]")
+    result = run(
+        record(1, candidate(wrong), WRONG_TOTAL),
+        record(2, candidate(wrong + "\nx = {}['missing']", "look it up"), key_error),
+        record(3, candidate(GOOD, "keep every digit", "the last digit was cut"), OK).model_copy(
+            update={"repairs": 1}
+        ),
+    )
+    (draft,) = Retrospective(None).analyse(result).drafts
+    assert draft.error_type == "AssertionError" and "keep every digit" in draft.fix
+    assert "missing" not in draft.fix and "[:-1]" in draft.fix
+    assert draft.root_cause == "the last digit was cut"  # the repair of round 1 said so
 
 
 def test_a_model_fix_keeps_the_verified_change_beside_it() -> None:

@@ -18,7 +18,7 @@ _MAX_DIFF_LINES = 400
 
 
 class FileDiff(BaseModel):
-    """One output file's change from the previous round's candidate (unified diff lines)."""
+    """One output file's change from the candidate its round repaired (unified diff lines)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -37,7 +37,9 @@ class RoundView(BaseModel):
     tokens: int
     seconds: float
     checks: tuple[Feedback, ...]
-    diffs: tuple[FileDiff, ...]  # against the previous round; the first round: whole files
+    # Against the round it repaired (`RoundRecord.base_round`); a generation: whole files.
+    diffs: tuple[FileDiff, ...]
+    repairs: int | None = None
     fix_note: str | None
     recalled_lesson_ids: tuple[str, ...]
     pool: tuple[PoolEntry, ...]
@@ -58,7 +60,9 @@ def load(run_dir: Path) -> RunResult:
         raise TrajectoryError(f"{path} cannot be read: {exc}") from exc
 
 
-def diff_files(before: Candidate | None, after: Candidate) -> tuple[FileDiff, ...]:
+def diff_files(
+    before: Candidate | None, after: Candidate, label: str = "round before"
+) -> tuple[FileDiff, ...]:
     """Unified diffs of each file `after` holds (and files it dropped), vs `before`."""
     old = before.files if before is not None else {}
     diffs = []
@@ -68,7 +72,7 @@ def diff_files(before: Candidate | None, after: Candidate) -> tuple[FileDiff, ..
         if a == b:
             continue
         lines = list(
-            difflib.unified_diff(a, b, f"round before/{name}", f"this round/{name}", lineterm="")
+            difflib.unified_diff(a, b, f"{label}/{name}", f"this round/{name}", lineterm="")
         )
         cut = len(lines) > _MAX_DIFF_LINES
         diffs.append(FileDiff(name=name, lines=tuple(lines[:_MAX_DIFF_LINES]), truncated=cut))
@@ -76,10 +80,13 @@ def diff_files(before: Candidate | None, after: Candidate) -> tuple[FileDiff, ..
 
 
 def rounds(result: RunResult) -> tuple[RoundView, ...]:
-    """The rounds of a run with the candidate diff between consecutive rounds."""
+    """The rounds of a run, each with its candidate's diff from the round it repaired (the
+    loop may go back to an earlier, better round: `agent.rank.next_base`)."""
     views = []
-    previous: Candidate | None = None
+    chosen = {record.round: record.candidate for record in result.rounds}
     for record in result.rounds:
+        base = record.base_round
+        before = chosen.get(base) if base is not None else None
         views.append(
             RoundView(
                 round=record.round,
@@ -87,11 +94,11 @@ def rounds(result: RunResult) -> tuple[RoundView, ...]:
                 tokens=record.usage.total_tokens,
                 seconds=record.seconds,
                 checks=record.checks,
-                diffs=diff_files(previous, record.candidate),
+                diffs=diff_files(before, record.candidate, f"round {base}"),
+                repairs=base,
                 fix_note=record.candidate.fix_note,
                 recalled_lesson_ids=record.recalled_lesson_ids,
                 pool=record.pool,
             )
         )
-        previous = record.candidate
     return tuple(views)
