@@ -211,8 +211,8 @@ class _Run:
             control, cost = self.generate(())
             if control.digest() in self.search.digests:
                 pool.wasted += cost  # the lessons changed nothing
-                pool.repeats += 1
-                self.emit("resampled", 1, "control gave the same program")
+                pool.unchecked.append("control: repeated round 1 generate")
+                self.emit("resampled", 1, pool.unchecked[-1])
             else:
                 self.emit("generated", 1, "control", cost, time.monotonic() - drawn_at)
                 self.search.take(pool, control, "control", temperature, cost, 1, lessons=False)
@@ -222,11 +222,11 @@ class _Run:
             # Round 1's cost includes its repeats (a control or samples that gave nothing new).
             candidate, checks, usage = pool.drawn[0]
             chosen = (candidate, checks, usage + pool.wasted)
-            self._append(1, "generate", chosen, (), t0, pool.repeats, lessons)
+            self._append(1, "generate", chosen, (), t0, pool, lessons)
             return
         self._note_outranked(pool, lessons)
         chosen, entries = self.search.choose(pool, 1)
-        self._append(1, "generate", chosen, entries, t0, pool.repeats, lessons)
+        self._append(1, "generate", chosen, entries, t0, pool, lessons)
         self.first_failure = self.search.repaired(pool, self.rounds[-1])
 
     def _note_outranked(self, pool: Pool, lessons: Sequence[ScoredLesson]) -> None:
@@ -384,7 +384,7 @@ class _Run:
         self._note_outranked(pool, lessons)
         self._note_failures(pool)
         chosen, entries = self.search.choose(pool, round_no)
-        self._append(round_no, "refine", chosen, entries, t0, pool.repeats, lessons, base.round)
+        self._append(round_no, "refine", chosen, entries, t0, pool, lessons, base.round)
         return None
 
     def check_one(
@@ -416,9 +416,9 @@ class _Run:
         round_no: int,
         action: RoundAction,
         chosen: Chosen,
-        pool: tuple[PoolEntry, ...],
+        entries: tuple[PoolEntry, ...],
         t0: float,
-        resamples: int,
+        pool: Pool,
         lessons: Sequence[ScoredLesson],
         repairs: int | None = None,
     ) -> None:
@@ -431,9 +431,10 @@ class _Run:
                 checks=checks,
                 usage=usage,
                 seconds=time.monotonic() - t0,
-                resamples=resamples,
+                resamples=pool.repeats,
+                resampled=tuple(pool.unchecked),
                 recalled_lesson_ids=tuple(s.lesson.id for s in lessons),
-                pool=pool,
+                pool=entries,
                 repairs=repairs,
             )
         )

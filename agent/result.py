@@ -55,8 +55,10 @@ class RoundRecord(BaseModel):
     checks: tuple[Feedback, ...]
     usage: Usage
     seconds: float
-    # Extra samples drawn because the refiner returned an answer already tried.
+    # Draws not checked: an answer already checked, or a reply without the output files.
     resamples: int = 0
+    # Why, one per draw: "refine_hot: repeated round 1 generate", "sample: no output file".
+    resampled: tuple[str, ...] = ()
     recalled_lesson_ids: tuple[str, ...] = ()
     # Every candidate checked in this round (the search); `candidate` is the chosen one.
     pool: tuple[PoolEntry, ...] = ()
@@ -163,6 +165,7 @@ class RunResult(BaseModel):
                     recalled_lesson_ids=r.recalled_lesson_ids,
                     candidates=r.pool,
                     repairs=r.base_round,
+                    resampled=r.resampled,
                 )
                 for r in self.rounds
             ),
@@ -209,6 +212,7 @@ class RoundSummary(BaseModel):
     recalled_lesson_ids: tuple[str, ...]
     candidates: tuple[PoolEntry, ...]
     repairs: int | None = None  # the round this one repaired (None: a generation)
+    resampled: tuple[str, ...] = ()  # why each unchecked draw was not checked
 
 
 class UsageSummary(BaseModel):

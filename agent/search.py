@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from agent.loop import EventKind, LoopConfig
     from agent.task import Task
 
+_NO_FILES = "no output file"
+
 # One draw of a round: where it comes from, its temperature, and whether its prompt shows
 # the recalled lessons.
 Draw = tuple[CandidateOrigin, float, bool]
@@ -94,7 +96,13 @@ class Pool:
     drawn: list[tuple[Candidate, tuple[Feedback, ...], Usage]] = field(default_factory=list)
     entries: list[PoolEntry] = field(default_factory=list)
     wasted: Usage = field(default_factory=Usage)  # repeats and replies without files
-    repeats: int = 0
+    # Why each draw was not checked: "refine_hot: repeated round 1 generate", "sample: no
+    # output file" (`RoundRecord.resampled`).
+    unchecked: list[str] = field(default_factory=list)
+
+    @property
+    def repeats(self) -> int:
+        return len(self.unchecked)
 
     @property
     def passed(self) -> bool:
@@ -160,8 +168,9 @@ class RoundSearch:
 
     def __init__(self, run: RunSteps) -> None:
         self.run = run
-        # Digests of every candidate drawn: a repeat is never checked twice.
-        self.digests: set[str] = set()
+        # Digests of every candidate checked, with where it was drawn ("round 1 generate"): a
+        # repeat is never checked twice.
+        self.digests: dict[str, str] = {}
         # The fix notes the refiner gave so far: its prompt lists them as already tried.
         self.tried: list[str] = []
         # By round: its second best (hot refiner samples alternate between it and the best, so
@@ -237,7 +246,7 @@ class RoundSearch:
         if not pool.drawn and incomplete is not None:
             # Only replies without the files: check one, so the rule check's "missing file"
             # reaches the refiner (its tokens are already counted as wasted).
-            pool.repeats -= 1
+            pool.unchecked.pop(max(k for k, w in enumerate(pool.unchecked) if _NO_FILES in w))
             candidate, origin, temperature, shown = incomplete
             self.take(pool, candidate, origin, temperature, Usage(), round_no, lessons=shown)
         return pool
@@ -292,13 +301,12 @@ class RoundSearch:
         lacks an output file: then it counts as a resample, its tokens as wasted, and the
         note for the next draw from its prompt is returned (`prompts.REPEAT_NOTE` or
         `NO_FILES_NOTE`). None when it was taken."""
-        new = candidate.digest() not in self.digests
-        if not (new and all(name in candidate.files for name in self.run.task.output)):
+        earlier = self.digests.get(candidate.digest())
+        if earlier or not all(name in candidate.files for name in self.run.task.output):
             pool.wasted += cost
-            pool.repeats += 1
-            reason = "no output file" if new else "an earlier answer"
-            self.run.emit("resampled", round_no, f"{origin} gave {reason}")
-            return prompts.NO_FILES_NOTE if new else prompts.REPEAT_NOTE
+            pool.unchecked.append(f"{origin}: " + (f"repeated {earlier}" if earlier else _NO_FILES))
+            self.run.emit("resampled", round_no, pool.unchecked[-1])
+            return prompts.REPEAT_NOTE if earlier else prompts.NO_FILES_NOTE
         self.run.emit("generated", round_no, origin, cost, time.monotonic() - drawn_at)
         self.take(pool, candidate, origin, temperature, cost, round_no, lessons=lessons)
         return None
@@ -381,7 +389,7 @@ class RoundSearch:
     ) -> None:
         """Check a new candidate and add it to the round's pool; `lessons`: its prompt
         showed the recalled lessons."""
-        self.digests.add(candidate.digest())
+        self.digests.setdefault(candidate.digest(), f"round {round_no} {origin}")
         if candidate.fix_note and origin != "fresh" and candidate.fix_note not in self.tried:
             self.tried.append(candidate.fix_note)
         checks, check_cost = self.run.check_one(candidate, round_no, len(pool.drawn))

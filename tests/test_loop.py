@@ -128,6 +128,8 @@ def test_resample_that_changes_the_answer_continues(tmp_path: Path) -> None:
     llm = ScriptedLLM.by_system({GEN: [code(WRONG)], REFINE: [fix(WRONG), fix(GOOD)]})
     result = agent_for(llm, tmp_path).run(make_task(tmp_path))
     assert result.passed and result.rounds[1].resamples == 1
+    # What it repeated is on record, for a person reading why a round checked little.
+    assert result.rounds[1].resampled == ("refine: repeated round 1 generate",)
     # The draw after the repeat is told it repeated; the first draw was not.
     first, second = refiner_turns(llm)
     assert REPEAT_NOTE not in first and second == f"{first}\n\n{REPEAT_NOTE}"
@@ -139,6 +141,7 @@ def test_refiner_reply_without_files_is_resampled(tmp_path: Path) -> None:
     )
     result = agent_for(llm, tmp_path).run(make_task(tmp_path))
     assert result.passed and len(result.rounds) == 2 and result.rounds[1].resamples == 1
+    assert result.rounds[1].resampled == ("refine: no output file",)
     first, second = refiner_turns(llm)
     assert NO_FILES_NOTE not in first and second.endswith(NO_FILES_NOTE)
 
@@ -490,6 +493,8 @@ def test_a_reply_without_files_is_still_checked_when_nothing_else_came(tmp_path:
     llm = ScriptedLLM.by_system({GEN: [code(CRASH)], REFINE: [prose, prose, prose]})
     result = agent_for(llm, tmp_path, max_rounds=2, resample_attempts=2).run(make_task(tmp_path))
     assert len(result.rounds) == 2 and result.rounds[1].feedback.stage == "rule"
+    # Three replies without files, one of them checked after all: two left unchecked.
+    assert result.rounds[1].resampled == ("refine: no output file", "refine_hot: no output file")
 
 
 def test_hot_samples_also_repair_the_last_rounds_runner_up(tmp_path: Path) -> None:
