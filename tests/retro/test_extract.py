@@ -236,12 +236,9 @@ def test_the_facts_drop_a_refiner_note_copied_from_a_lesson_about_other_data() -
 def test_a_round_the_loop_went_back_from_teaches_nothing() -> None:
     # Round 1 got far (a wrong total); round 2 crashed on a bug of its own (worse), so round 3
     # repaired round 1 again and passed. Only round 1's failure was fixed by the pass.
-    key_error = Feedback(
-        kind="runtime_error",
-        stage="execution",
-        summary="KeyError: 'missing'",
-        error_type="KeyError",
-        key_message="KeyError: 'missing'",
+    message = "KeyError: 'missing'"
+    key_error = VALUE_ERROR.model_copy(
+        update={"summary": message, "key_message": message, "error_type": "KeyError"}
     )
     wrong = GOOD.replace("lstrip('$')", "lstrip('$')[:-1]")
     result = run(
