@@ -94,6 +94,27 @@ def test_run_json_without_memory(tmp_path: Path) -> None:
     assert (run_dir / "trajectory.json").is_file()
 
 
+def test_the_table_says_when_a_round_went_back_to_an_earlier_one(tmp_path: Path) -> None:
+    task = make_task_dir(tmp_path / "task")
+    (task / "check.py").write_text(
+        "import json, sys\nv = json.load(open('out.json'))\n"
+        "print(f'LESSONLOOP_SCORE {v}/42')\nsys.exit(0 if v == 42 else f'got {v}')\n"
+    )
+    close = GOOD.replace("42", "30")
+    # Round 2 crashes (worse than round 1's 30 of 42): round 3 repairs round 1 and passes.
+    proc = lessonloop(
+        tmp_path,
+        {GEN: [code(close)], REFINE: [fix(CRASH), fix(GOOD)]},
+        str(task),
+        "--no-memory",
+        "--max-rounds",
+        "3",
+    )
+    assert proc.returncode == 0, proc.stderr
+    # The table (its cells wrap on a narrow terminal): round 3's action says where it went.
+    assert proc.stdout.count("refine of") == 1 and "round 1" in proc.stdout
+
+
 def test_failed_run_exits_non_zero_with_unresolved_issues(tmp_path: Path) -> None:
     task = make_task_dir(tmp_path / "task")
     wrong = GOOD.replace("42", "41")

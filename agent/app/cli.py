@@ -110,6 +110,7 @@ def _print_summary(session: SessionResult) -> None:
         table.add_row(
             str(r.round),
             r.action
+            + (f" of round {r.base_round}" if r.base_round not in (None, r.round - 1) else "")
             + (f" (best of {len(r.pool)})" if len(r.pool) > 1 else "")
             + (f" (+{r.resamples} resampled)" if r.resamples else ""),
             f"{fb.stage}: {fb.kind}",
