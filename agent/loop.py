@@ -209,9 +209,9 @@ class _Run:
         if lessons and self.cfg.seed_control and not pool.passed:
             drawn_at = time.monotonic()
             control, cost = self.generate(())
-            if control.digest() in self.search.digests:
+            if (earlier := self.search.digests.get(control.digest())) is not None:
                 pool.wasted += cost  # the lessons changed nothing
-                pool.unchecked.append("control: repeated round 1 generate")
+                pool.unchecked.append(f"control: repeated {earlier}")
                 self.emit("resampled", 1, pool.unchecked[-1])
             else:
                 self.emit("generated", 1, "control", cost, time.monotonic() - drawn_at)

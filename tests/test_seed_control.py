@@ -209,6 +209,7 @@ def test_a_control_identical_to_the_lessons_answer_is_not_checked(
     result = _agent(llm, _StoredLessonRecall(memory, lesson_id)).run(make_task(tmp_path))
     first = result.rounds[0]
     assert first.pool == () and first.resamples == 1 and result.outranked_lesson_ids == ()
+    assert first.resampled == ("control: repeated round 1 generate",)
     # The repeat's tokens still count, in round 1's cost.
     assert result.usage.calls == 3 and first.usage.calls == 2
     assert result.usage.total_tokens == sum(r.usage.total_tokens for r in result.rounds)
