@@ -1,6 +1,6 @@
 """The search inside a round: which candidates to draw, checking them, ranking them.
 
-`plan_draws` says which draws a refinement round makes and in what order; `sample_first`
+`agent.draws` says which draws a refinement round makes and in what order; `sample_first`
 draws round 1's hot samples; candidates are ordered by their verdicts (`agent.rank`); `Pool`
 holds what a round drew and spent. `RoundSearch` carries what the rounds of one run share
 (the answers seen, the fixes tried, each round's runner-up), draws and checks one
@@ -11,12 +11,14 @@ its best.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from agent import prompts
 from agent.candidate import Candidate
+from agent.draws import ANCHORED_WHY, ORIGIN_OF, plan_draws, steer
 from agent.evidence import crashed_on_data
 from agent.feedback import Feedback
 from agent.llm.base import Message, Usage
@@ -30,63 +32,6 @@ if TYPE_CHECKING:
     from agent.task import Task
 
 _NO_FILES = "no output file"
-
-# One draw of a round: where it comes from, its temperature, and whether its prompt shows
-# the recalled lessons.
-Draw = tuple[CandidateOrigin, float, bool]
-
-
-def plan_draws(
-    cfg: LoopConfig,
-    *,
-    has_output: bool,
-    has_runner_up: bool,
-    has_lessons: bool = False,
-    has_bare: bool = False,
-) -> list[Draw]:
-    """The draws of one refinement round, in order; repeats are skipped, not counted.
-
-    Hot refiner samples come before the fresh generation, and a fresh generation is drawn
-    only from a pool of four: measured on the 1.5B model from failing rounds, 3 of 4 hot
-    refiner samples passed and 0 of 4 fresh generations (they start over and fall into the
-    trap again, or reach for a missing library). The fresh one stays, in larger pools, for
-    failures the refiner is anchored on. With a runner-up in
-    the round being repaired, every other hot sample repairs it instead of the best: the best by
-    rank can be a dead end (a program that hides its error and writes zeros outranks one
-    that crashed further into the data), and the runner-up is often one fix away.
-
-    With recalled lessons, the refiner's greedy answer is drawn twice, with and without
-    them, and the hot samples alternate: a lesson recalled by error type can come from
-    another task (measured on the 1.5B: a "skip rows that are not digits" lesson for a
-    '$' amount), and the refiner shown it repeated its failing answer where the same
-    refiner without it repaired the crash. The lessons must earn their place in the pool.
-
-    When the repaired round's best was drawn with lessons and one drawn without them exists
-    (`has_bare`; after round 1 it is the control), the refiner's greedy repair of that one
-    without lessons ("refine_bare") comes second, whether this round recalled lessons or
-    not: the run keeps the line a run without memory takes. On the 1.5B a seed lesson's
-    program ranked first (a failed check against the control's crash), no repair of it
-    passed, and the run without memory passed by repairing its crash.
-    """
-    hot = cfg.resample_temperature
-    fresh = cfg.pool_size >= 4 and has_output
-    hots = cfg.pool_size - 1 - fresh + cfg.resample_attempts
-    alternate = has_runner_up
-    samples: list[tuple[CandidateOrigin, float]] = [
-        ("refine_alt" if alternate and i % 2 == 0 else "refine_hot", hot) for i in range(hots)
-    ]
-    plan: list[tuple[CandidateOrigin, float]] = [("refine", cfg.temperature)]
-    cut = cfg.pool_size - 1 - fresh
-    plan.extend(samples[:cut])
-    if fresh:
-        plan.append(("fresh", hot))
-    plan.extend(samples[cut:])
-    bare: list[Draw] = [("refine_bare", cfg.temperature, False)] if has_bare else []
-    if not has_lessons:
-        return [(*plan[0], False), *bare, *((o, t, False) for o, t in plan[1:])]
-    bare = bare or [("refine", cfg.temperature, False)]
-    rest = [(o, t, o == "fresh" or k % 2 == 0) for k, (o, t) in enumerate(plan[1:])]
-    return [("refine", cfg.temperature, True), *bare, *rest]
 
 
 @dataclass
@@ -198,8 +143,11 @@ class RoundSearch:
         # lessons, when there are lessons) the best candidate drawn without them.
         bases = {"best": best, "alt": runner_up or best, "bare": bare or best}
         cached: dict[tuple[str, bool], list[Message]] = {}
-        # The note for the next draw from a prompt whose last answer was not checked.
+        # The note for the next draw from a prompt whose last answer was not checked, and how
+        # often each prompt was answered with a program already run.
         unusable: dict[tuple[str, bool], str | None] = {}
+        repeats: Counter[tuple[str, bool]] = Counter()
+        present = {"best"} | {w for w, b in (("alt", runner_up), ("bare", bare)) if b}
 
         def messages(which: str, shown: bool) -> list[Message]:
             """The refiner's prompt for one base, with or without the lessons."""
@@ -231,7 +179,15 @@ class RoundSearch:
                 feedback = base.feedback.compressed()
                 candidate, cost = run.generate(lessons, failure=feedback, temperature=temperature)
             else:
-                key = ({"refine_alt": "alt", "refine_bare": "bare"}.get(origin, "best"), shown)
+                planned = ({"refine_alt": "alt", "refine_bare": "bare"}.get(origin, "best"), shown)
+                key = steer(planned, repeats, present)
+                if key is None:
+                    run.emit("resampled", round_no, f"{origin}: not drawn, {ANCHORED_WHY}")
+                    continue
+                if key != planned:
+                    origin = ORIGIN_OF.get(key[0]) or (
+                        "refine" if temperature == cfg.temperature else "refine_hot"
+                    )
                 repaired = bases[key[0]][0]
                 candidate, cost = run.repair(
                     repaired, messages(*key), temperature=temperature, seed=seeds + draw
@@ -243,6 +199,7 @@ class RoundSearch:
                 incomplete = (candidate, origin, temperature, shown)
             if key is not None:
                 unusable[key] = note
+                repeats[key] += note == prompts.REPEAT_NOTE
         if not pool.drawn and incomplete is not None:
             # Only replies without the files: check one, so the rule check's "missing file"
             # reaches the refiner (its tokens are already counted as wasted).

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent.container import Limits
+from agent.draws import ANCHORED_WHY
 from agent.llm.base import Message
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, LoopEvent, ReflectiveAgent
@@ -113,11 +114,37 @@ def test_a_round_with_only_known_failures_stalls(tmp_path: Path) -> None:
 
 
 def test_repeated_answer_is_resampled_hotter_then_stalls(tmp_path: Path) -> None:
-    llm = ScriptedLLM.by_system({GEN: [code(WRONG)], REFINE: [fix(WRONG)] * 3})
-    result = agent_for(llm, tmp_path, max_rounds=5, resample_attempts=2).run(make_task(tmp_path))
+    # The third draw would pass, but the request was answered twice with a run program: it is
+    # not drawn again (`agent.draws.steer`), and with no other base the round is empty.
+    llm = ScriptedLLM.by_system({GEN: [code(WRONG)], REFINE: [fix(WRONG)] * 2 + [fix(GOOD)]})
+    events: list[LoopEvent] = []
+    agent = agent_for(llm, tmp_path, max_rounds=5, resample_attempts=2)
+    agent.observer = events.append
+    result = agent.run(make_task(tmp_path))
     assert result.stop_reason == "stall" and len(result.rounds) == 1
     refine_temps = [c.temperature for c in llm.calls if REFINE in c.system]
-    assert refine_temps == [0.0, 0.8, 0.8]
+    assert refine_temps == [0.0, 0.8]
+    skipped = [e.detail for e in events if "not drawn" in e.detail]
+    assert skipped == [f"refine_hot: not drawn, {ANCHORED_WHY}"]
+
+
+def test_an_anchored_request_gives_its_draws_to_the_runner_up(tmp_path: Path) -> None:
+    # Round 1: WRONG (best) and CRASH (runner-up). Round 2 plans refine, alt, hot, alt, hot:
+    # the best's request is answered twice with WRONG itself, so its last hot draw repairs
+    # the runner-up instead, and that one passes.
+    a, b = WRONG.replace("41", "40"), WRONG.replace("41", "39")
+    llm = ScriptedLLM.by_system(
+        {
+            GEN: [code(WRONG), code(CRASH)],
+            REFINE: [fix(WRONG), fix(a), fix(WRONG), fix(b), fix(GOOD)],
+        }
+    )
+    config = {"pool_size": 3, "first_pool": 2, "resample_attempts": 2}
+    result = agent_for(llm, tmp_path, **config).run(make_task(tmp_path))
+    assert result.passed and len(result.rounds) == 2
+    turns = refiner_turns(llm)
+    assert ["'missing'" in t for t in turns] == [False, True, False, True, True]
+    assert [e.origin for e in result.rounds[1].pool] == ["refine_alt"] * 3
 
 
 def refiner_turns(llm: ScriptedLLM) -> list[str]:

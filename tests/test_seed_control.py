@@ -11,10 +11,10 @@ import pytest
 
 from agent.app.session import finish_run
 from agent.container import Limits
+from agent.draws import plan_draws
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import Sandbox
-from agent.search import plan_draws
 from memory import HashEmbedder, LessonDraft, Memory
 from memory.types import LessonQuery, RecallStage, ScoredLesson
 from tests.helpers import CRASH, GEN, GOOD, REFINE, WRONG, code, fix, make_task
