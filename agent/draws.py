@@ -83,7 +83,8 @@ def steer(
     """The request a refiner draw planned for `planned` (its base: "best", "alt" or "bare";
     whether the lessons are shown) is made with: the planned one, unless the model answered
     it `ANCHORED` times with a program already run; then another base of the round
-    (`present`) not so answered, the runner-up first; None when there is none.
+    (`present`) not so answered, the runner-up first, with the same lessons shown (never to
+    "bare", the line without lessons); None when there is none.
 
     The repeat note does not move such a request: in the 12-task stream (session 25) 55
     draws in 60 rounds went unchecked, 32 of them the very program the refiner was asked to
@@ -93,7 +94,7 @@ def steer(
     if repeats[planned] < ANCHORED:
         return planned
     for which in ("alt", "best", "bare"):
-        other = (which, planned[1])
+        other = (which, planned[1] and which != "bare")
         if which in present and other != planned and repeats[other] < ANCHORED:
             return other
     return None

@@ -59,7 +59,8 @@ class LoopConfig(BaseModel):
     score_threshold: float = Field(default=8.0, ge=1, le=10)
     critic: CriticMode = "auto"
     temperature: float = 0.0
-    # When the refiner returns an answer already tried, draw again this many times, hotter.
+    # When a draw returns an answer already tried, draw again this many times, hotter (a
+    # refiner request answered twice so gets no more: `agent.draws.steer`).
     resample_attempts: int = Field(default=2, ge=0)
     resample_temperature: float = 0.8
     # Distinct candidates checked per refinement round at most (1: the refiner's answer only).
@@ -80,7 +81,9 @@ class LoopConfig(BaseModel):
     reduce_budget: int = Field(default=8, ge=0)
 
 
-EventKind = Literal["recalled", "generated", "checked", "resampled", "reduced", "stopped"]
+EventKind = Literal[
+    "recalled", "generated", "checked", "resampled", "steered", "reduced", "stopped"
+]
 
 
 @dataclass(frozen=True)
@@ -433,6 +436,7 @@ class _Run:
                 seconds=time.monotonic() - t0,
                 resamples=pool.repeats,
                 resampled=tuple(pool.unchecked),
+                steered=tuple(pool.steered),
                 recalled_lesson_ids=tuple(s.lesson.id for s in lessons),
                 pool=entries,
                 repairs=repairs,

@@ -59,6 +59,10 @@ class RoundRecord(BaseModel):
     resamples: int = 0
     # Why, one per draw: "refine_hot: repeated round 1 generate", "sample: no output file".
     resampled: tuple[str, ...] = ()
+    # Draws planned on a request the model kept answering with a program already run
+    # (`agent.draws.steer`): "refine_hot -> refine_alt" (moved to another base) or
+    # "refine_hot: not drawn". They cost nothing.
+    steered: tuple[str, ...] = ()
     recalled_lesson_ids: tuple[str, ...] = ()
     # Every candidate checked in this round (the search); `candidate` is the chosen one.
     pool: tuple[PoolEntry, ...] = ()
@@ -111,7 +115,8 @@ class RunResult(BaseModel):
     verified_base: str | None = None
     taken_back: tuple[str, ...] = ()
     # The data symbols the task's input holds (`memory.marks`: currency, '%', ';', '|', BOM,
-    # a missing value), as recall's data gate saw them; None: no input files, or not known.
+    # a missing value, the certain decimal mark: "dec." or "dec,"), as recall's data gate saw
+    # them; None: no input files, or not known.
     # The retrospective keeps no claim about data the input does not have.
     input_marks: tuple[str, ...] | None = None
     # When a hot sample of round 1 passed after round 1's earlier draws failed: the best of
@@ -166,6 +171,7 @@ class RunResult(BaseModel):
                     candidates=r.pool,
                     repairs=r.base_round,
                     resampled=r.resampled,
+                    steered=r.steered,
                 )
                 for r in self.rounds
             ),
@@ -213,6 +219,7 @@ class RoundSummary(BaseModel):
     candidates: tuple[PoolEntry, ...]
     repairs: int | None = None  # the round this one repaired (None: a generation)
     resampled: tuple[str, ...] = ()  # why each unchecked draw was not checked
+    steered: tuple[str, ...] = ()  # draws moved off an anchored request, or not drawn
 
 
 class UsageSummary(BaseModel):

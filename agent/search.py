@@ -44,6 +44,8 @@ class Pool:
     # Why each draw was not checked: "refine_hot: repeated round 1 generate", "sample: no
     # output file" (`RoundRecord.resampled`).
     unchecked: list[str] = field(default_factory=list)
+    # Draws moved off an anchored request or not drawn (`RoundRecord.steered`).
+    steered: list[str] = field(default_factory=list)
 
     @property
     def repeats(self) -> int:
@@ -133,7 +135,8 @@ class RoundSearch:
         new seeds.
 
         Stops when the pool is full, a candidate passed or the token budget is reached. An
-        empty pool means no draw was new (or the budget ran out before one).
+        empty pool means no draw was new (or the budget ran out before one): the requests
+        were answered with programs already run until `agent.draws.steer` drew no more.
         """
         run, cfg = self.run, self.run.cfg
         best = (base.candidate, base.checks)
@@ -142,12 +145,16 @@ class RoundSearch:
         # What each refiner draw repairs: the best, the runner-up, or (the greedy draw without
         # lessons, when there are lessons) the best candidate drawn without them.
         bases = {"best": best, "alt": runner_up or best, "bare": bare or best}
+        # The runner-up is often the best drawn without lessons too (the control): one
+        # request, whatever the draw is called.
+        same = bare and runner_up and bare[0].digest() == runner_up[0].digest()
+        alias = {"refine_alt": "alt", "refine_bare": "alt" if same else "bare"}
         cached: dict[tuple[str, bool], list[Message]] = {}
         # The note for the next draw from a prompt whose last answer was not checked, and how
         # often each prompt was answered with a program already run.
         unusable: dict[tuple[str, bool], str | None] = {}
         repeats: Counter[tuple[str, bool]] = Counter()
-        present = {"best"} | {w for w, b in (("alt", runner_up), ("bare", bare)) if b}
+        present = {"best"} | {w for w, b in (("alt", runner_up), ("bare", bare and not same)) if b}
 
         def messages(which: str, shown: bool) -> list[Message]:
             """The refiner's prompt for one base, with or without the lessons."""
@@ -179,15 +186,15 @@ class RoundSearch:
                 feedback = base.feedback.compressed()
                 candidate, cost = run.generate(lessons, failure=feedback, temperature=temperature)
             else:
-                planned = ({"refine_alt": "alt", "refine_bare": "bare"}.get(origin, "best"), shown)
+                planned = (alias.get(origin, "best"), shown)
                 key = steer(planned, repeats, present)
-                if key is None:
-                    run.emit("resampled", round_no, f"{origin}: not drawn, {ANCHORED_WHY}")
-                    continue
                 if key != planned:
-                    origin = ORIGIN_OF.get(key[0]) or (
-                        "refine" if temperature == cfg.temperature else "refine_hot"
-                    )
+                    moved = ORIGIN_OF.get(key[0], "refine_hot") if key else None
+                    pool.steered.append(f"{origin} -> {moved}" if moved else f"{origin}: not drawn")
+                    run.emit("steered", round_no, f"{pool.steered[-1]}, {ANCHORED_WHY}")
+                    if key is None:
+                        continue
+                    origin, shown = moved or origin, key[1]
                 repaired = bases[key[0]][0]
                 candidate, cost = run.repair(
                     repaired, messages(*key), temperature=temperature, seed=seeds + draw

@@ -124,8 +124,8 @@ def test_repeated_answer_is_resampled_hotter_then_stalls(tmp_path: Path) -> None
     assert result.stop_reason == "stall" and len(result.rounds) == 1
     refine_temps = [c.temperature for c in llm.calls if REFINE in c.system]
     assert refine_temps == [0.0, 0.8]
-    skipped = [e.detail for e in events if "not drawn" in e.detail]
-    assert skipped == [f"refine_hot: not drawn, {ANCHORED_WHY}"]
+    steered = [e.detail for e in events if e.kind == "steered"]
+    assert steered == [f"refine_hot: not drawn, {ANCHORED_WHY}"]
 
 
 def test_an_anchored_request_gives_its_draws_to_the_runner_up(tmp_path: Path) -> None:
@@ -144,7 +144,9 @@ def test_an_anchored_request_gives_its_draws_to_the_runner_up(tmp_path: Path) ->
     assert result.passed and len(result.rounds) == 2
     turns = refiner_turns(llm)
     assert ["'missing'" in t for t in turns] == [False, True, False, True, True]
+    assert REPEAT_NOTE not in turns[4]  # the anchored request's note stays with it
     assert [e.origin for e in result.rounds[1].pool] == ["refine_alt"] * 3
+    assert result.rounds[1].steered == ("refine_hot -> refine_alt",)
 
 
 def refiner_turns(llm: ScriptedLLM) -> list[str]:

@@ -4,6 +4,7 @@ sandbox, a real SQLite memory for the lift counters)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from agent.app.session import finish_run
 from agent.container import Limits
-from agent.draws import plan_draws
+from agent.draws import ANCHORED, plan_draws, steer
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import Sandbox
@@ -303,3 +304,37 @@ def test_on_a_tie_the_control_is_kept_and_the_lessons_are_not_blamed(
     ]
     assert "'absent'" in result.rounds[0].candidate.files["solution.py"]
     assert result.outranked_lesson_ids == ()
+
+
+def test_steer_moves_a_draw_off_an_anchored_request_only() -> None:
+    repeats = Counter({("best", True): ANCHORED, ("alt", True): 1})
+    everything = {"best", "alt", "bare"}
+    # Not anchored: as planned (one repeat is not enough).
+    assert steer(("alt", True), repeats, everything) == ("alt", True)
+    assert steer(("best", False), repeats, everything) == ("best", False)
+    # Anchored: the runner-up first, the lessons shown as planned.
+    assert steer(("best", True), repeats, everything) == ("alt", True)
+    # The runner-up anchored too: the line without lessons, never shown them.
+    repeats[("alt", True)] = ANCHORED
+    assert steer(("best", True), repeats, everything) == ("bare", False)
+    assert steer(("best", True), repeats, {"best", "alt"}) is None
+    repeats[("bare", False)] = ANCHORED
+    assert steer(("alt", True), repeats, everything) is None
+
+
+def test_the_control_as_runner_up_and_bare_line_is_one_request(
+    tmp_path: Path, memory: Memory
+) -> None:
+    """Round 1's lessons program ranks first and the control is both its runner-up and the
+    best drawn without lessons: a repeat under either name counts for one request, so once it
+    and the best's request were each answered twice with a run program, nothing more is
+    drawn (the fifth answer, a pass, is never asked for) and the run stalls."""
+    lesson_id = _lesson(memory)
+    recall = _StoredLessonRecall(memory, lesson_id, answers=("seed",))
+    replies = [fix(WRONG), fix(CRASH), fix(CRASH), fix(WRONG), fix(GOOD)]
+    llm = ScriptedLLM.by_system({GEN: [code(WRONG), code(CRASH)], REFINE: replies})
+    agent = _agent(llm, recall, pool_size=3, resample_attempts=2, max_rounds=2)
+    result = agent.run(make_task(tmp_path))
+    refiners = [c.messages[-1].content for c in llm.calls if REFINE in c.system]
+    assert ["x = {}['missing']" in p for p in refiners] == [False, True, True, False]
+    assert result.stop_reason == "stall" and not result.passed
