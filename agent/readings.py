@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from memory.marks import COMMA_DECIMAL, POINT_DECIMAL
+
 MAX_READINGS = 3
 # Currency codes the evidence treats as data symbols (agent.profile._SYMBOL_VALUE too).
 CODES = "(?:USD|EUR|GBP|JPY|CHF|CAD|AUD)"
@@ -26,9 +28,7 @@ CODES = "(?:USD|EUR|GBP|JPY|CHF|CAD|AUD)"
 # '3,725 USD', '€ 1.857,99', '-$120', '-18,9'. One run of spaces on each side, and none that
 # can overlap another: a long cell of spaces is matched in linear time.
 _MONEY = re.compile(rf"([-+]?)(?:(?:[$€£¥]|{CODES})\s*)?([-+]?\d[\d.,]*)(?:\s*(?:[$€£¥]|{CODES}))?")
-# Evidence of a decimal mark: a number only that mark can make sense of.
-_COMMA_DECIMAL = re.compile(r"[-+]?\d{1,3}(\.\d{3})+,\d+|[-+]?\d+,(\d{1,2}|\d{4,})")
-_POINT_DECIMAL = re.compile(r"[-+]?\d{1,3}(,\d{3})+\.\d+|[-+]?\d+\.(\d{1,2}|\d{4,})")
+# Evidence of a decimal mark: a number only that mark can make sense of (`memory.marks`).
 # Every value of a column read with that mark: thousands in groups of three, one mark.
 _COMMA_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:\.\d{3})+|\d+)(?:,\d+)?")
 _POINT_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
@@ -66,8 +66,8 @@ def as_numbers(distinct: Sequence[str], formats: Sequence[str]) -> str | None:
         if found is None:
             return None
         cores[value] = found.group(1) + found.group(2)
-    comma = any(_COMMA_DECIMAL.fullmatch(c) for c in cores.values())
-    point = any(_POINT_DECIMAL.fullmatch(c) for c in cores.values())
+    comma = any(COMMA_DECIMAL.fullmatch(c) for c in cores.values())
+    point = any(POINT_DECIMAL.fullmatch(c) for c in cores.values())
     if comma == point and not all(c.lstrip("+-").isdigit() for c in cores.values()):
         return None  # no mark, or both: in doubt
     number = _COMMA_NUMBER if comma else _POINT_NUMBER

@@ -25,6 +25,13 @@ quotes no '$'), and "a side holding none fits" let the BOM task's lesson (its sy
 task, and the '$' task's lesson into the decimal-comma task's, in the 1.5B stream of the
 thirteenth session: 5 of its 10 recalls, none of which helped (docs/status-log.md).
 
+Decimal marks (`memory.marks.decimal_marks`) are judged apart, by contradiction only: a
+lesson whose quoted numbers are certain of one mark ('2,31') stays out of data certain of
+the other ('1,857.99'), whatever its symbols; either side unsure fits. A number-conversion
+fix holds for one convention: in the 1.5B stream of the twenty-fifth session the euro task
+recalled the decimal-comma task's `.replace(',', '.')` lesson (no symbol to gate on), wrote
+'1.857.99' and failed in 3 rounds where the run without memory passed.
+
 Shared symbols as evidence (`QueryData.shares`, recall's `seed_data_cut`): at a task start,
 a lesson quoting a data symbol the task's own data holds is let in below the cosine cut, and
 ranks after every lesson that passed on meaning. A shared symbol says the lesson's pitfall is
@@ -43,7 +50,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory.dedup import index_text
-from memory.marks import DELIMITERS, MISSING, data_marks
+from memory.marks import (
+    DECIMAL_COMMA,
+    DECIMAL_POINT,
+    DELIMITERS,
+    MISSING,
+    data_marks,
+    decimal_marks,
+)
 from memory.matchtext import match_text
 from memory.types import Lesson, LessonQuery
 
@@ -54,7 +68,7 @@ class QueryData:
     task's data (`strict`: a lesson quoting symbols it lacks stays out) or a glimpse of it
     (a failure's text, a task start's views: a side holding none is not judged)."""
 
-    marks: frozenset[str] = frozenset()
+    marks: frozenset[str] = frozenset()  # with its certain decimal marks
     strict: bool = False
 
     @property
@@ -68,16 +82,38 @@ class QueryData:
         text file too ("the straits; on the coast"): it keeps a lesson away from data without
         it, but is no evidence on its own that the lesson belongs; nor is a blank cell, which
         many files have."""
-        return self.strict and bool(self.marks & (lesson - DELIMITERS - {MISSING}))
+        return self.strict and bool(self.marks & (lesson - DELIMITERS - {MISSING} - _DECIMALS))
 
     def admits(self, lesson: frozenset[str]) -> bool:
-        """A lesson quoting no data symbol always fits; one that does fits data sharing one of
-        its symbols (any two currencies count as shared), or a glimpse holding none."""
+        """A lesson certain of the other decimal mark than the data never fits. Else one
+        quoting no data symbol fits; one that does fits data sharing one of its symbols (any
+        two currencies count as shared), or a glimpse holding none."""
+        if (
+            _one_mark(lesson)
+            and _one_mark(self.marks)
+            and _one_mark(lesson) != _one_mark(self.marks)
+        ):
+            return False
+        lesson, marks = lesson - _DECIMALS, self.marks - _DECIMALS
         if not lesson:
             return True
-        if not self.marks:
+        if not marks:
             return not self.strict
-        return bool(self.marks & lesson)
+        return bool(marks & lesson)
+
+
+_DECIMALS = frozenset({DECIMAL_COMMA, DECIMAL_POINT})
+
+
+def _one_mark(marks: frozenset[str]) -> frozenset[str]:
+    """The decimal mark `marks` are certain of: one, or none when they hold none or both."""
+    found = marks & _DECIMALS
+    return found if len(found) == 1 else frozenset()
+
+
+def _marks_of(text: str, **how: bool) -> frozenset[str]:
+    """`memory.marks.data_marks` of `text` with its certain decimal marks."""
+    return data_marks(text, **how) | decimal_marks(text)
 
 
 def query_data(query: LessonQuery) -> QueryData:
@@ -91,22 +127,23 @@ def query_data(query: LessonQuery) -> QueryData:
     if any(v.strip() for v in query.data):
         # A reflection's text may quote what the views missed (a value deep in a file).
         text = (
-            data_marks(match_text(query.text), words=True)
+            _marks_of(match_text(query.text), words=True)
             if query.stage == "reflection"
             else frozenset()
         )
         return QueryData(views_marks(query.data) | text, strict=True)
     if query.stage == "seed":
         return QueryData(views_marks(query.surface))
-    return QueryData(data_marks(match_text(query.text), words=True))
+    return QueryData(_marks_of(match_text(query.text), words=True))
 
 
 def views_marks(views: tuple[str, ...]) -> frozenset[str]:
-    """The data symbols a task's data views hold (`agent.queries.data_views`)."""
+    """The data symbols a task's data views hold (`agent.queries.data_views`), with the
+    decimal marks their quoted numbers are certain of."""
     text = "\n".join(v for v in views if v.strip())
-    return data_marks(match_text(text)) if text else frozenset()
+    return _marks_of(match_text(text)) if text else frozenset()
 
 
 def lesson_marks(lesson: Lesson) -> frozenset[str]:
     """The data symbols a lesson's symptom and root cause quote (prose ';' and '|' are not)."""
-    return data_marks(index_text(lesson.symptom, lesson.root_cause), data=False, words=True)
+    return _marks_of(index_text(lesson.symptom, lesson.root_cause), data=False, words=True)

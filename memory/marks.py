@@ -39,6 +39,36 @@ _CODES = "USD|EUR|GBP|JPY|CHF|CAD|AUD|NZD|CNY|INR|SEK|NOK|DKK|PLN|CZK|HUF|BRL|MX
 _CURRENCY_CODE = re.compile(rf"\b(?:{_CODES})\s?[-+]?\d|\d\s?(?:{_CODES})\b")
 
 
+# The decimal mark a quoted number makes certain (`decimal_marks`), as a mark of its own: "."
+# for '4,332.59' or '860.45', "," for '2,31' or '1.010,9'. The same patterns tell the input
+# evidence how a column's numbers read (`agent.readings`).
+COMMA_DECIMAL = re.compile(r"[-+]?\d{1,3}(\.\d{3})+,\d+|[-+]?\d+,(\d{1,2}|\d{4,})")
+POINT_DECIMAL = re.compile(r"[-+]?\d{1,3}(,\d{3})+\.\d+|[-+]?\d+\.(\d{1,2}|\d{4,})")
+DECIMAL_POINT, DECIMAL_COMMA = "dec.", "dec,"
+# A quoted number with at most a currency sign or code around it: its digits.
+_QUOTED_NUMBER = re.compile(
+    rf"(?<!\w)'\s*[-+]?(?:(?:[$€£¥]|{_CODES})\s?)?[-+]?(\d[\d.,]*)(?:\s?(?:[$€£¥]|{_CODES}))?\s*'(?!\w)"
+)
+
+
+def decimal_marks(text: str) -> frozenset[str]:
+    """The decimal marks the numbers quoted in `text` make certain ('2,31' a comma, '860.45' a
+    point; '4,294' or '1.5.2' neither): `DECIMAL_COMMA`, `DECIMAL_POINT`, both or none.
+
+    A number-conversion fix holds for one convention only: the decimal-comma task's
+    `.replace(',', '.')`, recalled by a euro task, turned '1,857.99' into '1.857.99' (1.5B
+    stream, twenty-fifth session), and a thousands strip does the same to '1.010,9'. So
+    recall's data gate keeps a lesson out of data whose certain mark is the other one
+    (`memory.datagate`); a side with no certain mark, or both, is not judged."""
+    found = set()
+    for digits in _QUOTED_NUMBER.findall(text):
+        if COMMA_DECIMAL.fullmatch(digits):
+            found.add(DECIMAL_COMMA)
+        elif POINT_DECIMAL.fullmatch(digits):
+            found.add(DECIMAL_POINT)
+    return frozenset(found)
+
+
 def data_marks(text: str, *, data: bool = True, words: bool = False) -> frozenset[str]:
     """The data symbols `text` holds (`_TOKEN`'s currency signs, '%', ';', '|' and the BOM),
     plus "¤" for any currency, sign or code ('USD 1,625'): a lesson learned on '€ 414'

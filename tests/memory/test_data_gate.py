@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memory import LessonDraft, LessonQuery, Memory
-from memory.marks import data_marks
+from memory.marks import DECIMAL_COMMA, DECIMAL_POINT, data_marks, decimal_marks
 from memory.types import RecallStage
 
 
@@ -41,7 +41,7 @@ HEADER = _lesson(
     "contain 'qty': '\\ufeffsku,warehouse,qty')",
     "the header row starts with a byte order mark",
 )
-PLAIN = _lesson("int() of '18,9' found in the data", "the wrong column was read")
+PLAIN = _lesson("int() of '18 units' found in the data", "the wrong column was read")
 
 DOLLARS = (
     "ERR ValueError: could not convert string to float: '$860.45' (in the input: values of "
@@ -76,7 +76,7 @@ def test_a_lesson_about_other_data_is_not_recalled_at_reflection() -> None:
 def test_a_query_that_holds_no_data_symbol_is_not_gated() -> None:
     with Memory.in_memory(FlatEmbedder(), min_similarity=0.4) as memory:
         memory.add_many([MONEY, HEADER, PLAIN])
-        assert len(_recall(memory, "ERR ValueError: '18,9' in the totals")) == 3
+        assert len(_recall(memory, "ERR ValueError: '18 units' in the totals")) == 3
 
 
 def test_the_type_gate_sees_only_lessons_that_fit_the_data() -> None:
@@ -165,6 +165,47 @@ def test_a_currency_code_beside_a_number_is_a_currency() -> None:
         memory.add_many([MONEY, HEADER])
         query = LessonQuery(text="ERR sum the rents", scope="s", stage="seed", data=rentals)
         assert [h.lesson.root_cause for h in memory.recall(query)] == [MONEY.root_cause]
+
+
+LAB = _lesson(
+    "could not convert string to float: '2,31' (in the input: values of column 'value': "
+    "'2,31', '135,30')",
+    "the value uses a comma as the decimal mark",
+)
+
+
+def test_decimal_marks_are_certain_or_nothing() -> None:
+    assert decimal_marks("'2,31', '1.010,9'") == {DECIMAL_COMMA}
+    assert decimal_marks("'$4,332.59', ' €860.45 ', 'USD 1,625.50'") == {DECIMAL_POINT}
+    # A thousands group alone, a version, a date, a whole number: no mark is certain.
+    assert decimal_marks("'4,294', '1.2.3', '2026-03-02', '-$120', 'v2.31b'") == frozenset()
+    assert decimal_marks("'1,5' beside '1,234.5'") == {DECIMAL_COMMA, DECIMAL_POINT}
+    assert data_marks("'2,31'") == frozenset()  # not a data symbol: the gate judges it apart
+
+
+def test_a_lesson_certain_of_the_other_decimal_mark_stays_out() -> None:
+    """The decimal-comma lesson ('2,31') and the money lesson ('€2,165.93') by the data's
+    certain decimal mark: a shared currency does not let in a lesson whose numbers read the
+    other way; data with no certain mark, or both, judges neither."""
+    euro_point = ("values of column 'cost' in expenses.csv: '€1,857.99', '€ 414'",)
+    euro_comma = ("values of column 'cost' in expenses.csv: '€1.857,99', '€ 414'",)
+    lab_comma = ("values of column 'value' in lab.tsv: '4,30', '141,14'",)
+    unsure = ("values of column 'cost' in expenses.csv: '€4,294', '€ 414'",)
+    with Memory.in_memory(FlatEmbedder(), min_similarity=0.4) as memory:
+        memory.add_many([MONEY, LAB, PLAIN])
+        for stage in ("seed", "reflection"):
+
+            def recall(data: tuple[str, ...]) -> list[str]:
+                query = LessonQuery(text="ERR a wrong total", scope="s", stage=stage, data=data)  # noqa: B023
+                return sorted(h.lesson.root_cause for h in memory.recall(query))
+
+            assert recall(euro_point) == sorted([MONEY.root_cause, PLAIN.root_cause])
+            assert recall(euro_comma) == sorted([LAB.root_cause, PLAIN.root_cause])
+            assert recall(lab_comma) == sorted([LAB.root_cause, PLAIN.root_cause])
+            assert recall(unsure) == sorted([MONEY.root_cause, LAB.root_cause, PLAIN.root_cause])
+        # A reflection's text is a glimpse: its own certain mark judges too.
+        glimpse = "ERR could not convert string to float: '€1,857.99'"
+        assert _recall(memory, glimpse) == sorted([MONEY.root_cause, PLAIN.root_cause])
 
 
 class _Below(FlatEmbedder):
