@@ -426,6 +426,11 @@ class _Run:
         repairs: int | None = None,
     ) -> None:
         candidate, checks, usage = chosen
+        base = None
+        if repairs is not None:  # a repair of that round's chosen candidate needs no record
+            base = self.search.base_of.get(candidate.digest())
+            if base is not None and base.digest() == self.rounds[repairs - 1].candidate.digest():
+                base = None
         self.rounds.append(
             RoundRecord(
                 round=round_no,
@@ -440,6 +445,7 @@ class _Run:
                 recalled_lesson_ids=tuple(s.lesson.id for s in lessons),
                 pool=entries,
                 repairs=repairs,
+                repaired=base,
             )
         )
 

@@ -70,6 +70,10 @@ class RoundRecord(BaseModel):
     # its chosen candidate, or for a `refine_alt`/`refine_bare` draw its runner-up or its
     # best without lessons. None: a generation, or a record older than this field.
     repairs: int | None = None
+    # The program the chosen candidate repaired when it is not round `repairs`'s chosen one
+    # (a `refine_alt` or `refine_bare` draw: that round's runner-up, or its best drawn
+    # without lessons); None otherwise. The console diffs against it.
+    repaired: Candidate | None = None
 
     @property
     def feedback(self) -> Feedback:

@@ -67,6 +67,7 @@ def test_runtime_error_is_reflected_and_fixed(tmp_path: Path) -> None:
     assert result.usage.calls == 2 and result.usage.total_tokens > 0
     assert {e.kind for e in events} >= {"generated", "checked", "stopped"}
     assert (tmp_path / "runs" / result.run_id / "round-1.log").is_file()
+    assert result.rounds[1].repaired is None  # round 1's chosen program: `repairs` says it
 
 
 def test_max_rounds_returns_best_candidate_and_unresolved(tmp_path: Path) -> None:
@@ -147,6 +148,9 @@ def test_an_anchored_request_gives_its_draws_to_the_runner_up(tmp_path: Path) ->
     assert REPEAT_NOTE not in turns[4]  # the anchored request's note stays with it
     assert [e.origin for e in result.rounds[1].pool] == ["refine_alt"] * 3
     assert result.rounds[1].steered == ("refine_hot -> refine_alt",)
+    # The pass repaired round 1's runner-up: the record keeps it for the console's diff.
+    repaired = result.rounds[1].repaired
+    assert repaired is not None and repaired.files["solution.py"].strip() == CRASH
 
 
 def refiner_turns(llm: ScriptedLLM) -> list[str]:

@@ -8,6 +8,7 @@ import pytest
 
 from agent.app.console.trajectory import TrajectoryError, diff_files, load, rounds
 from agent.candidate import Candidate
+from agent.result import PoolEntry
 from tests.retro.builders import CRASH, GOOD, OK, VALUE_ERROR, candidate, record, run
 
 
@@ -56,6 +57,24 @@ def test_a_round_that_went_back_is_diffed_against_the_round_it_repaired() -> Non
         "+total = sum(float(r[1].strip().lstrip('$')) for r in rows)",
     ]
     assert three.diffs[0].lines[0] == "--- round 1/solution.py"
+
+
+def test_a_repair_of_the_runner_up_is_diffed_against_the_runner_up() -> None:
+    # Round 2's pass repaired round 1's runner-up (a refine_alt draw), not its chosen program.
+    runner_up = candidate(CRASH.replace("rows)", "rows if r)"))
+    alt = PoolEntry(origin="refine_alt", temperature=0.8, kind="success", tokens=9, chosen=True)
+    passing = record(2, candidate(GOOD, "strip"), OK)
+    result = run(
+        record(1, candidate("import json\n" + CRASH), VALUE_ERROR),
+        passing.model_copy(update={"repaired": runner_up, "pool": (alt,)}),
+    )
+    _, two = rounds(result)
+    assert two.diffs[0].lines[0] == "--- round 1 runner-up/solution.py"
+    changed = [ln for ln in two.diffs[0].lines if ln[:1] in "+-" and ln[1:2] != ln[:1]]
+    assert changed == [
+        "-total = sum(float(r[1]) for r in rows if r)",
+        "+total = sum(float(r[1].strip().lstrip('$')) for r in rows)",
+    ]
 
 
 def test_a_missing_or_broken_trajectory_says_why(tmp_path: Path) -> None:

@@ -15,6 +15,8 @@ from agent.feedback import Feedback
 from agent.result import PoolEntry, RunResult
 
 _MAX_DIFF_LINES = 400
+# What a round's chosen candidate repaired when it was not that round's chosen one.
+_REPAIRED = {"refine_alt": "runner-up", "refine_bare": "best without lessons"}
 
 
 class FileDiff(BaseModel):
@@ -87,6 +89,10 @@ def rounds(result: RunResult) -> tuple[RoundView, ...]:
     for record in result.rounds:
         base = record.base_round
         before = chosen.get(base) if base is not None else None
+        label = f"round {base}"
+        if record.repaired is not None:  # a repair of the round's runner-up or bare line
+            which = _REPAIRED.get(record.origin or "", "")
+            before, label = record.repaired, f"round {base} {which}"
         views.append(
             RoundView(
                 round=record.round,
@@ -94,7 +100,7 @@ def rounds(result: RunResult) -> tuple[RoundView, ...]:
                 tokens=record.usage.total_tokens,
                 seconds=record.seconds,
                 checks=record.checks,
-                diffs=diff_files(before, record.candidate, f"round {base}"),
+                diffs=diff_files(before, record.candidate, label.strip()),
                 repairs=base,
                 fix_note=record.candidate.fix_note,
                 recalled_lesson_ids=record.recalled_lesson_ids,
