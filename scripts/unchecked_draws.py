@@ -6,7 +6,9 @@ Reads the run JSON that `bench_learning.py --out DIR` keeps (DIR/runs/*.json, ea
 `agent.result.RunResult`) and counts each round's unchecked draws (`RoundRecord.resampled`:
 a repeat of an earlier candidate, or a reply without the output files), whether a repeat
 was of the round being repaired, and the tokens such draws cost (a round's usage beyond its
-checked candidates'). Runs written before `resampled` existed count tokens only.
+checked candidates'); and the draws `agent.draws.steer` moved to another base or did not
+draw (`RoundRecord.steered`, free). Runs written before `resampled` existed count tokens
+only.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ def count(runs: Sequence[RunResult]) -> dict[str, int]:
                 repeated_round = int(reason.split()[2])
                 key = "of_base_round" if repeated_round == record.base_round else "of_other"
                 out[f"repeats_{key}"] += 1
+            for why in record.steered:  # moved off an anchored request, or not drawn
+                out["steered_not_drawn" if why.endswith("not drawn") else "steered_moved"] += 1
     return dict(out)
 
 
