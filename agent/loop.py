@@ -15,8 +15,8 @@ keeps its best by `rank_feedback`: passed, then how far the program got (ran and
 beats crashed beats did not parse), then the check's partial credit. A small model's greedy
 answer (and its refiner's) is one draw of many: the pools turn pass@k into the loop's
 pass@1. The next round repairs the last round's best unless an earlier round outranks it.
-`token_budget` caps what one task may spend. This module runs the rounds (recall,
-generate, check, stop, the result); the search inside a round is `agent.search`.
+`token_budget` caps what one task may spend. This module runs the rounds (recall, generate,
+check, stop, the result); the search inside a round is `agent.search` (`agent.draws`).
 """
 
 from __future__ import annotations
@@ -59,8 +59,7 @@ class LoopConfig(BaseModel):
     score_threshold: float = Field(default=8.0, ge=1, le=10)
     critic: CriticMode = "auto"
     temperature: float = 0.0
-    # When a draw returns an answer already tried, draw again this many times, hotter (a
-    # refiner request answered twice so gets no more: `agent.draws.steer`).
+    # Draws again after an answer already tried, hotter (`agent.draws.steer` caps a request).
     resample_attempts: int = Field(default=2, ge=0)
     resample_temperature: float = 0.8
     # Distinct candidates checked per refinement round at most (1: the refiner's answer only).
@@ -426,11 +425,6 @@ class _Run:
         repairs: int | None = None,
     ) -> None:
         candidate, checks, usage = chosen
-        base = None
-        if repairs is not None:  # a repair of that round's chosen candidate needs no record
-            base = self.search.base_of.get(candidate.digest())
-            if base is not None and base.digest() == self.rounds[repairs - 1].candidate.digest():
-                base = None
         self.rounds.append(
             RoundRecord(
                 round=round_no,
@@ -445,7 +439,7 @@ class _Run:
                 recalled_lesson_ids=tuple(s.lesson.id for s in lessons),
                 pool=entries,
                 repairs=repairs,
-                repaired=base,
+                repaired=self.search.other_base(candidate, self.rounds, repairs),
             )
         )
 

@@ -298,6 +298,16 @@ class RoundSearch:
             recalled_lesson_ids=first.recalled_lesson_ids,
         )
 
+    def other_base(
+        self, candidate: Candidate, rounds: Sequence[RoundRecord], repairs: int | None
+    ) -> Candidate | None:
+        """What `candidate`, a repair of round `repairs` (None: a generation), repaired when
+        that is not the round's chosen program but its runner-up or best without lessons."""
+        if repairs is None:
+            return None
+        base, chosen = self.base_of.get(candidate.digest()), rounds[repairs - 1].candidate
+        return base if base is not None and base.digest() != chosen.digest() else None
+
     def crashed_on_input(self, verdict: Feedback) -> bool:
         """Did the program crash on the task's input (`agent.evidence.crashed_on_data`)?"""
         return verdict.kind == "runtime_error" and crashed_on_data(
