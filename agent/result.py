@@ -70,10 +70,11 @@ class RoundRecord(BaseModel):
     # its chosen candidate, or for a `refine_alt`/`refine_bare` draw its runner-up or its
     # best without lessons. None: a generation, or a record older than this field.
     repairs: int | None = None
-    # The program the chosen candidate repaired when it is not round `repairs`'s chosen one
-    # (a `refine_alt` or `refine_bare` draw: that round's runner-up, or its best drawn
-    # without lessons); None otherwise. The console diffs against it.
-    repaired: Candidate | None = None
+    # What the chosen candidate repaired when it is not round `repairs`'s chosen one (a
+    # `refine_alt` or `refine_bare` draw: that round's runner-up, or its best drawn without
+    # lessons), as that round's record would be had it been chosen (usage in this round's);
+    # None otherwise. The retrospective learns the pass's change from it, the console diffs.
+    repaired: RoundRecord | None = None
 
     @property
     def feedback(self) -> Feedback:
@@ -131,8 +132,10 @@ class RunResult(BaseModel):
     @property
     def attempts(self) -> tuple[RoundRecord, ...]:
         """The candidates a retrospective reads, in order: `first_failure` (if any), then
-        each round's chosen one."""
-        return (*((self.first_failure,) if self.first_failure else ()), *self.rounds)
+        each round's chosen one, preceded by what it repaired when that was not a chosen one
+        (`RoundRecord.repaired`)."""
+        first = (self.first_failure,) if self.first_failure else ()
+        return (*first, *(a for r in self.rounds for a in (r.repaired, r) if a is not None))
 
     @property
     def best(self) -> Candidate:

@@ -300,13 +300,20 @@ class RoundSearch:
 
     def other_base(
         self, candidate: Candidate, rounds: Sequence[RoundRecord], repairs: int | None
-    ) -> Candidate | None:
+    ) -> RoundRecord | None:
         """What `candidate`, a repair of round `repairs` (None: a generation), repaired when
-        that is not the round's chosen program but its runner-up or best without lessons."""
+        that is not the round's chosen program but its runner-up or best without lessons:
+        as that round's record with it chosen (`RoundRecord.repaired`)."""
         if repairs is None:
             return None
-        base, chosen = self.base_of.get(candidate.digest()), rounds[repairs - 1].candidate
-        return base if base is not None and base.digest() != chosen.digest() else None
+        base, record = self.base_of.get(candidate.digest()), rounds[repairs - 1]
+        if base is None or base.digest() == record.candidate.digest():
+            return None
+        others = (self.runner_up.get(repairs), self.bare.get(repairs))
+        checks = next(c for o in others if o and o[0].digest() == base.digest() for c in [o[1]])
+        update = {"candidate": base, "checks": checks, "usage": Usage(), "seconds": 0.0}
+        unset = {"pool": (), "resampled": (), "steered": (), "repaired": None}
+        return record.model_copy(update={**update, **unset})
 
     def crashed_on_input(self, verdict: Feedback) -> bool:
         """Did the program crash on the task's input (`agent.evidence.crashed_on_data`)?"""

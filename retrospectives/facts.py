@@ -139,15 +139,20 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
 def _line_of(result: RunResult, passed_at: int | None) -> dict[int, int]:
     """The attempts (positions in `result.attempts`) the passing one descends from, each with
     the position of the attempt that repaired it: the rounds each refinement repaired
-    (`RoundRecord.base_round`), back to a generation; a round-1 sample that passed repaired
-    `first_failure`. Empty when nothing passed."""
+    (`RoundRecord.base_round`; its `repaired` record when it repaired that round's runner-up),
+    back to a generation; a round-1 sample that passed repaired `first_failure`. Empty when
+    nothing passed."""
     rounds = result.attempts
-    where = {r.round: at for at, r in enumerate(rounds)}  # round 1: its chosen record
+    position = {id(r): at for at, r in enumerate(rounds)}
+    where = {r.round: position[id(r)] for r in result.rounds}  # each round's chosen record
     line: dict[int, int] = {}
     at = passed_at
     while at is not None:
-        base = rounds[at].base_round
-        if base is not None and where.get(base, at) < at:
+        base, other = rounds[at].base_round, rounds[at].repaired
+        if other is not None:  # it repaired the runner-up (or bare line) of round `base`
+            line[position[id(other)]] = at
+            at = position[id(other)]
+        elif base is not None and where.get(base, at) < at:
             line[where[base]] = at
             at = where[base]
         elif at > 0 and result.first_failure is not None and rounds[0] is result.first_failure:

@@ -150,7 +150,9 @@ def test_an_anchored_request_gives_its_draws_to_the_runner_up(tmp_path: Path) ->
     assert result.rounds[1].steered == ("refine_hot -> refine_alt",)
     # The pass repaired round 1's runner-up: the record keeps it for the console's diff.
     repaired = result.rounds[1].repaired
-    assert repaired is not None and repaired.files["solution.py"].strip() == CRASH
+    assert repaired is not None and repaired.candidate.files["solution.py"].strip() == CRASH
+    assert (repaired.round, repaired.feedback.kind) == (1, "runtime_error")
+    assert result.attempts == (result.rounds[0], repaired, result.rounds[1])
 
 
 def refiner_turns(llm: ScriptedLLM) -> list[str]:

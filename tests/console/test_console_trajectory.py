@@ -66,10 +66,11 @@ def test_a_repair_of_the_runner_up_is_diffed_against_the_runner_up() -> None:
     passing = record(2, candidate(GOOD, "strip"), OK)
     result = run(
         record(1, candidate("import json\n" + CRASH), VALUE_ERROR),
-        passing.model_copy(update={"repaired": runner_up, "pool": (alt,)}),
+        passing.model_copy(update={"repaired": record(1, runner_up, VALUE_ERROR), "pool": (alt,)}),
     )
     _, two = rounds(result)
-    assert two.diffs[0].lines[0] == "--- round 1 runner-up/solution.py"
+    assert two.repaired_from == "round 1's runner-up"
+    assert two.diffs[0].lines[0] == "--- round 1's runner-up/solution.py"
     changed = [ln for ln in two.diffs[0].lines if ln[:1] in "+-" and ln[1:2] != ln[:1]]
     assert changed == [
         "-total = sum(float(r[1]) for r in rows if r)",

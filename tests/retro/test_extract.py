@@ -257,6 +257,48 @@ def test_a_round_the_loop_went_back_from_teaches_nothing() -> None:
     assert draft.root_cause == "the last digit was cut"  # the repair of round 1 said so
 
 
+def test_a_pass_that_repaired_the_runner_up_is_learned_from_the_runner_up() -> None:
+    # Round 1 chose a program that ran and got a wrong total; its runner-up crashed on '$5'.
+    # Round 2's pass repaired the runner-up (a refine_alt draw): the crash is what it fixed,
+    # with the runner-up's change, and the chosen program's wrong total was fixed by nothing.
+    runner_up = record(1, candidate(CRASH), VALUE_ERROR)
+    chosen = candidate(GOOD.replace("lstrip('$')", "lstrip('$')[:-1]") + "\nprint(total)")
+    result = run(
+        record(1, chosen, WRONG_TOTAL),
+        record(2, candidate(GOOD, "strip the sign"), OK).model_copy(update={"repaired": runner_up}),
+    )
+    assert result.attempts == (result.rounds[0], runner_up, result.rounds[1])
+    total, crash = sorted(failure_steps(result), key=lambda s: s.feedback.kind)
+    assert crash.feedback.kind == "runtime_error" and crash.resolved and crash.fixed_in == 2
+    assert not total.resolved
+    # The change is the runner-up's to the pass: the '$' strip, nothing of the chosen's.
+    assert "lstrip('$')" in crash.diff and "[:-1]" not in crash.diff and "print" not in crash.diff
+    (draft,) = Retrospective(None).analyse(result).drafts
+    assert draft.error_type == "ValueError" and "lstrip('$')" in draft.fix
+
+
+def test_a_go_back_to_a_chosen_program_does_not_pass_through_its_runner_up() -> None:
+    # Round 2 repaired round 1's runner-up and crashed elsewhere; round 3 went back to round
+    # 1's chosen program and passed: that wrong total is what the pass fixed, not the '$'.
+    message = "KeyError: 'missing'"
+    key_error = VALUE_ERROR.model_copy(
+        update={"summary": message, "key_message": message, "error_type": "KeyError"}
+    )
+    wrong = GOOD.replace("lstrip('$')", "lstrip('$')[:-1]")
+    runner_up = record(1, candidate(CRASH), VALUE_ERROR)
+    result = run(
+        record(1, candidate(wrong), WRONG_TOTAL),
+        record(2, candidate(CRASH + "\nx = {}['missing']"), key_error).model_copy(
+            update={"repaired": runner_up}
+        ),
+        record(3, candidate(GOOD, "keep every digit"), OK).model_copy(update={"repairs": 1}),
+    )
+    steps = {s.feedback.kind + (s.feedback.error_type or ""): s for s in failure_steps(result)}
+    assert steps["check_failedAssertionError"].fixed_in == 3
+    assert not steps["runtime_errorValueError"].resolved
+    assert not steps["runtime_errorKeyError"].resolved
+
+
 def test_a_model_fix_keeps_the_verified_change_beside_it() -> None:
     llm = ScriptedLLM.by_system({LESSON_SYS: [analysis(fix="Strip the currency sign first.")]})
     (draft,) = Retrospective(llm).analyse(fixed_once()).drafts

@@ -16,7 +16,7 @@ from agent.result import PoolEntry, RunResult
 
 _MAX_DIFF_LINES = 400
 # What a round's chosen candidate repaired when it was not that round's chosen one.
-_REPAIRED = {"refine_alt": "runner-up", "refine_bare": "best without lessons"}
+_REPAIRED = {"refine_alt": "runner-up", "refine_bare": "best drawn without lessons"}
 
 
 class FileDiff(BaseModel):
@@ -42,6 +42,8 @@ class RoundView(BaseModel):
     # Against the round it repaired (`RoundRecord.base_round`); a generation: whole files.
     diffs: tuple[FileDiff, ...]
     repairs: int | None = None
+    # What the diff is from: "round 1", "round 1's runner-up" (None: a generation).
+    repaired_from: str | None = None
     fix_note: str | None
     recalled_lesson_ids: tuple[str, ...]
     pool: tuple[PoolEntry, ...]
@@ -91,8 +93,8 @@ def rounds(result: RunResult) -> tuple[RoundView, ...]:
         before = chosen.get(base) if base is not None else None
         label = f"round {base}"
         if record.repaired is not None:  # a repair of the round's runner-up or bare line
-            which = _REPAIRED.get(record.origin or "", "")
-            before, label = record.repaired, f"round {base} {which}"
+            which = _REPAIRED.get(record.origin or "", "other candidate")
+            before, label = record.repaired.candidate, f"round {base}'s {which}"
         views.append(
             RoundView(
                 round=record.round,
@@ -100,8 +102,9 @@ def rounds(result: RunResult) -> tuple[RoundView, ...]:
                 tokens=record.usage.total_tokens,
                 seconds=record.seconds,
                 checks=record.checks,
-                diffs=diff_files(before, record.candidate, label.strip()),
+                diffs=diff_files(before, record.candidate, label),
                 repairs=base,
+                repaired_from=label if base is not None else None,
                 fix_note=record.candidate.fix_note,
                 recalled_lesson_ids=record.recalled_lesson_ids,
                 pool=record.pool,
