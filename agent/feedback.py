@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from memory.marks import INPUT_LABEL
+
 FeedbackKind = Literal[
     "success",
     "syntax_error",
@@ -73,7 +75,7 @@ class Feedback(BaseModel):
         if self.failing_example:
             lines.append(f"failing example: {self.failing_example}")
         if self.input_evidence:
-            lines.append(f"in the input: {self.input_evidence}")
+            lines.append(f"{INPUT_LABEL}{self.input_evidence}")
         if self.program_said and program:
             lines.append(f"the program printed: {self.program_said}")
         if self.program_wrote and program:

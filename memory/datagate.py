@@ -6,8 +6,9 @@ symbols only when they share one (any two currencies count as one); a side holdi
 not judged by it. The error type alone let another family's lesson through: on the 1.5B
 stream a '$' ValueError got the BOM task's lesson (cosine 0.56) and failed where the replay
 without it passed (README).
-Value shapes are not compared: a gate on them dropped right lessons learned on another date
-or decimal format (scripts/bench_recall.py: reflection hit@1 0.60 -> 0.50).
+Value shapes are not compared (but for the decimal mark, below): a gate on them dropped
+right lessons learned on another date or decimal format (scripts/bench_recall.py:
+reflection hit@1 0.60 -> 0.50).
 At the seed stage (a task start) the gate was off until a learning stream showed the case:
 the currency task's start ('$' in its amounts) got the BOM task's lesson ('\\ufeffsku' in its
 symptom, cosine 0.43) and passed in round 2 as without memory, at 3,124 tokens instead of
@@ -26,11 +27,14 @@ task, and the '$' task's lesson into the decimal-comma task's, in the 1.5B strea
 thirteenth session: 5 of its 10 recalls, none of which helped (docs/status-log.md).
 
 Decimal marks (`memory.marks.decimal_marks`) are judged apart, by contradiction only: a
-lesson whose quoted numbers are certain of one mark ('2,31') stays out of data certain of
-the other ('1,857.99'), whatever its symbols; either side unsure fits. A number-conversion
-fix holds for one convention: in the 1.5B stream of the twenty-fifth session the euro task
-recalled the decimal-comma task's `.replace(',', '.')` lesson (no symbol to gate on), wrote
-'1.857.99' and failed in 3 rounds where the run without memory passed.
+lesson whose input evidence (its symptom's "in the input:" part, not its prose: a version
+'3.11' or an expected '12.50' is no input value) is certain of one mark ('2,31') stays out of
+data certain of the other ('1,857.99'), unless they share a symbol other than a currency (a
+blank cell, a BOM: the lesson's pitfall is in this data); either side unsure fits. A
+number-conversion fix holds for one convention: in the 1.5B stream of the twenty-fifth
+session the euro task recalled the decimal-comma task's `.replace(',', '.')` lesson (no
+symbol to gate on), wrote '1.857.99' and failed in 3 rounds where the run without memory
+passed. A failure's text is read the same way, its data views whole (they are data).
 
 Shared symbols as evidence (`QueryData.shares`, recall's `seed_data_cut`): at a task start,
 a lesson quoting a data symbol the task's own data holds is let in below the cosine cut, and
@@ -50,10 +54,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory.dedup import index_text
+from memory.lexical import CURRENCY
 from memory.marks import (
     DECIMAL_COMMA,
     DECIMAL_POINT,
     DELIMITERS,
+    INPUT_LABEL,
     MISSING,
     data_marks,
     decimal_marks,
@@ -85,16 +91,14 @@ class QueryData:
         return self.strict and bool(self.marks & (lesson - DELIMITERS - {MISSING} - _DECIMALS))
 
     def admits(self, lesson: frozenset[str]) -> bool:
-        """A lesson certain of the other decimal mark than the data never fits. Else one
-        quoting no data symbol fits; one that does fits data sharing one of its symbols (any
-        two currencies count as shared), or a glimpse holding none."""
-        if (
-            _one_mark(lesson)
-            and _one_mark(self.marks)
-            and _one_mark(lesson) != _one_mark(self.marks)
-        ):
-            return False
+        """A lesson certain of the other decimal mark than the data fits only if they share
+        a symbol other than a currency. Else one quoting no data symbol fits; one that does
+        fits data sharing one of its symbols (any two currencies count as shared), or a
+        glimpse holding none."""
+        mark, other = _one_mark(lesson), _one_mark(self.marks)
         lesson, marks = lesson - _DECIMALS, self.marks - _DECIMALS
+        if mark and other and mark != other and not (lesson & marks) - CURRENCY - {"¤"}:
+            return False
         if not lesson:
             return True
         if not marks:
@@ -111,9 +115,14 @@ def _one_mark(marks: frozenset[str]) -> frozenset[str]:
     return found if len(found) == 1 else frozenset()
 
 
-def _marks_of(text: str, **how: bool) -> frozenset[str]:
-    """`memory.marks.data_marks` of `text` with its certain decimal marks."""
-    return data_marks(text, **how) | decimal_marks(text)
+def _marks_of(text: str, *, evidence: str | None = None, **how: bool) -> frozenset[str]:
+    """`memory.marks.data_marks` of `text` with the decimal marks of `evidence` (what it
+    quotes from the input; None: `text` is all data), in what follows each "in the input:"."""
+    if evidence is not None:
+        evidence = "\n".join(
+            line.partition(INPUT_LABEL)[2] for line in evidence.splitlines() if INPUT_LABEL in line
+        )
+    return data_marks(text, **how) | decimal_marks(text if evidence is None else evidence)
 
 
 def query_data(query: LessonQuery) -> QueryData:
@@ -127,14 +136,14 @@ def query_data(query: LessonQuery) -> QueryData:
     if any(v.strip() for v in query.data):
         # A reflection's text may quote what the views missed (a value deep in a file).
         text = (
-            _marks_of(match_text(query.text), words=True)
+            _marks_of(match_text(query.text), evidence=query.text, words=True)
             if query.stage == "reflection"
             else frozenset()
         )
         return QueryData(views_marks(query.data) | text, strict=True)
     if query.stage == "seed":
         return QueryData(views_marks(query.surface))
-    return QueryData(_marks_of(match_text(query.text), words=True))
+    return QueryData(_marks_of(match_text(query.text), evidence=query.text, words=True))
 
 
 def views_marks(views: tuple[str, ...]) -> frozenset[str]:
@@ -145,5 +154,7 @@ def views_marks(views: tuple[str, ...]) -> frozenset[str]:
 
 
 def lesson_marks(lesson: Lesson) -> frozenset[str]:
-    """The data symbols a lesson's symptom and root cause quote (prose ';' and '|' are not)."""
-    return _marks_of(index_text(lesson.symptom, lesson.root_cause), data=False, words=True)
+    """The data symbols a lesson's symptom and root cause quote (prose ';' and '|' are not),
+    and the decimal marks its input evidence is certain of."""
+    text = index_text(lesson.symptom, lesson.root_cause)
+    return _marks_of(text, evidence=lesson.symptom, data=False, words=True)

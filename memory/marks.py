@@ -45,9 +45,13 @@ _CURRENCY_CODE = re.compile(rf"\b(?:{_CODES})\s?[-+]?\d|\d\s?(?:{_CODES})\b")
 COMMA_DECIMAL = re.compile(r"[-+]?\d{1,3}(\.\d{3})+,\d+|[-+]?\d+,(\d{1,2}|\d{4,})")
 POINT_DECIMAL = re.compile(r"[-+]?\d{1,3}(,\d{3})+\.\d+|[-+]?\d+\.(\d{1,2}|\d{4,})")
 DECIMAL_POINT, DECIMAL_COMMA = "dec.", "dec,"
+# What follows it in a failure's text or a lesson's symptom quotes the input (the evidence:
+# `agent.feedback`, `retrospectives.facts.symptom_of`).
+INPUT_LABEL = "in the input: "
 # A quoted number with at most a currency sign or code around it: its digits.
+_SIGN = rf"(?:[$€£¥]|{_CODES})"
 _QUOTED_NUMBER = re.compile(
-    rf"(?<!\w)'\s*[-+]?(?:(?:[$€£¥]|{_CODES})\s?)?[-+]?(\d[\d.,]*)(?:\s?(?:[$€£¥]|{_CODES}))?\s*'(?!\w)"
+    rf"(?<!\w)'[ \t]*[-+]?(?:{_SIGN}[ \t]?)?[-+]?(\d[\d.,]*)(?:[ \t]?{_SIGN})?[ \t]*'(?!\w)"
 )
 
 

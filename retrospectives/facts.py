@@ -19,6 +19,7 @@ from agent.candidate import Candidate
 from agent.feedback import Feedback
 from agent.result import RunResult
 from agent.stopping import actionable
+from memory.marks import INPUT_LABEL
 from memory.matchtext import drop_readings
 from memory.redact import redact
 from retrospectives.change import diff_summary
@@ -229,7 +230,7 @@ def symptom_of(feedback: Feedback, *, limit: int = 300) -> str:
     if detail:
         text += f": {detail}"
     if feedback.input_evidence:
-        text += f" (in the input: {feedback.input_evidence})"
+        text += f" ({INPUT_LABEL}{feedback.input_evidence})"
     elif feedback.failing_example:
         text += f" (failing example: {feedback.failing_example})"
     # Redact before clipping: a secret cut in half no longer matches the redaction patterns.

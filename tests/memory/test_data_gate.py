@@ -203,9 +203,38 @@ def test_a_lesson_certain_of_the_other_decimal_mark_stays_out() -> None:
             assert recall(euro_comma) == sorted([LAB.root_cause, PLAIN.root_cause])
             assert recall(lab_comma) == sorted([LAB.root_cause, PLAIN.root_cause])
             assert recall(unsure) == sorted([MONEY.root_cause, LAB.root_cause, PLAIN.root_cause])
-        # A reflection's text is a glimpse: its own certain mark judges too.
-        glimpse = "ERR could not convert string to float: '€1,857.99'"
+            # Data holding both marks is unsure: neither lesson is judged by them.
+            both = ("values of column 'cost' in expenses.csv: '€1.857,99', '€12.50'",)
+            assert recall(both) == sorted([MONEY.root_cause, LAB.root_cause, PLAIN.root_cause])
+        # A reflection's text is a glimpse: what it quotes from the input judges too; a
+        # number elsewhere in it (a check's expected output) does not.
+        glimpse = "ERR could not convert string to float\nin the input: '€1,857.99', '€ 414'"
         assert _recall(memory, glimpse) == sorted([MONEY.root_cause, PLAIN.root_cause])
+        expected = "ERR the total is wrong: expected '1857,99'"
+        assert len(_recall(memory, expected)) == 3
+
+
+def test_a_lesson_s_decimal_mark_is_its_input_evidence_and_a_shared_pitfall_wins() -> None:
+    """Numbers in a lesson's prose (a version, an expected output) make it certain of
+    nothing; a lesson learned on blank cells in '.' data still reaches ',' data with blanks:
+    the blank cell is its pitfall, and it is in this data."""
+    prose = _lesson(
+        "the total was wrong (in the input: values of column 'n': 'x', 'y')",
+        "Python '3.11' rounds '12.50' to '12.5' in the wrong column",  # (its own axis)
+    )
+    blanks = _lesson(
+        "could not convert string to float: '' (in the input: values of column 'kg': '47.5', '')",
+        "a blank cell is a missing value, renamed",
+    )
+    comma_blanks = (
+        "values of column 'kg' in weights.csv: '45,5', ''",
+        "a missing value in the input: ''",  # as `agent.profile.input_symbols` writes it
+    )
+    with Memory.in_memory(FlatEmbedder(), min_similarity=0.4) as memory:
+        memory.add_many([prose, blanks, MONEY])
+        query = LessonQuery(text="ERR a wrong total", scope="s", data=comma_blanks)
+        found = sorted(h.lesson.root_cause for h in memory.recall(query))
+        assert found == sorted([prose.root_cause, blanks.root_cause])  # MONEY: '.' and '€'
 
 
 class _Below(FlatEmbedder):
