@@ -15,7 +15,8 @@ under three conditions with the same model and seeds:
             store read-only (recall yes; no counters, no new lessons).
 
 Three exact shortcuts keep the budget (all rest on the loop being deterministic at a fixed
-temperature and seed, which the embedded model is at temperature 0):
+temperature and seed, which the embedded model is at temperature 0, and, since the
+twenty-sixth session, whatever call came before: `agent.llm.worker._reuse_whole_batches`):
 - "none" has no state, so each task runs once per seed and its result is placed at its
   position in every order (records marked `reused`);
 - a learning run whose store holds no recallable lesson yet (the stream's start, until a

@@ -201,3 +201,82 @@ def test_real_model_is_deterministic_at_temperature_zero(real_llm: LLM) -> None:
     ask = [Message(role="user", content="Name one prime number. Answer with the number only.")]
     first = real_llm.complete(ask, max_tokens=8)
     assert real_llm.complete(ask, max_tokens=8).text == first.text
+
+
+def _generator_turn(task_dir: str) -> list[Message]:
+    from agent import prompts
+    from agent.task import load_task
+
+    task = load_task(Path(__file__).resolve().parents[1] / "examples" / "traps" / task_dir)
+    user = prompts.render_generator(task.goal, task.output, task.workspace_files(), "", "")
+    return [
+        Message(role="system", content=prompts.GENERATOR_SYSTEM),
+        Message(role="user", content=user),
+    ]
+
+
+@pytest.mark.model
+def test_a_greedy_reply_does_not_depend_on_the_call_before_it(real_llm: LLM) -> None:
+    """The euro task's generator prompt, asked right after the dollar task's (they share the
+    system prompt and the prompt's frame: llama.cpp reuses that part of its cache) and then
+    again, gets the reply a fresh model gives it. Before `_reuse_whole_batches`, this pair
+    gave two different programs."""
+    euro, dollar = _generator_turn("currency_02_expenses"), _generator_turn("currency_01_invoices")
+    assert isinstance(real_llm, LocalLLM)
+    fresh = LocalLLM(real_llm.model_path)
+    try:
+        alone = fresh.complete(euro, max_tokens=120).text
+    finally:
+        fresh.close()
+    real_llm.complete(dollar, max_tokens=120)
+    assert real_llm.complete(euro, max_tokens=120).text == alone
+    assert real_llm.complete(euro, max_tokens=120).text == alone
+
+
+class _FakeCtx:
+    def __init__(self) -> None:
+        self.removed: list[int] = []
+
+    def kv_cache_seq_rm(self, seq: int, start: int, end: int) -> bool:
+        self.removed.append(start)
+        return True
+
+
+class _FakeLlama:
+    """What `_reuse_whole_batches` touches of a llama_cpp.Llama: the cached tokens, the
+    batch size, the cache trim, and `generate` (records the cache it was called with)."""
+
+    n_batch = 4
+
+    def __init__(self, cached: list[int]) -> None:
+        self.input_ids, self.n_tokens, self._ctx = list(cached), len(cached), _FakeCtx()
+        self.calls: list[tuple[list[int], int]] = []
+
+    @property
+    def _input_ids(self) -> list[int]:
+        return self.input_ids[: self.n_tokens]
+
+    def generate(self, tokens: list[int], reset: bool = True) -> list[int]:
+        self.calls.append((tokens, self.n_tokens))
+        return tokens
+
+
+def test_the_prompt_cache_is_reused_in_whole_batches_only() -> None:
+    from agent.llm.worker import _reuse_whole_batches
+
+    # Last call: a 10-token prompt and its reply. The next prompt shares 6 tokens: only the
+    # first whole batch (4 tokens) is kept, so the rest is evaluated from a batch boundary.
+    llama = _FakeLlama(list(range(10)))
+    _reuse_whole_batches(llama)
+    llama.generate([0, 1, 2, 3, 4, 5, 99, 98, 97])
+    assert llama.calls[-1][1] == 4 and llama._ctx.removed == [4]
+    # The same prompt again (a hot sample; the cache holds it and its reply) keeps every
+    # whole batch but the one holding the last prompt token.
+    llama.input_ids, llama.n_tokens = [0, 1, 2, 3, 4, 5, 99, 98, 97, 50], 10
+    llama.generate([0, 1, 2, 3, 4, 5, 99, 98, 97])
+    assert llama.calls[-1][1] == 8
+    # Nothing shared beyond a batch: nothing kept; an empty cache is left alone.
+    llama.generate([0, 1, 7])
+    assert llama.calls[-1][1] == 0
+    llama.generate([5, 6])
+    assert llama.calls[-1][1] == 0 and llama._ctx.removed == [4, 8, 0]

@@ -47,6 +47,50 @@ def _send(out: TextIO, payload: dict[str, Any]) -> None:
     out.flush()
 
 
+# Prompt tokens evaluated per batch: the unit `_reuse_whole_batches` keeps. Small, so a
+# prompt sharing a prefix with the last keeps most of it; measured on the 1.5B (2 threads,
+# 10 generator prompts of the trap tasks, /work/bench-out/s26/det_probe.py): a fresh prompt
+# costs the same as with llama.cpp's 512 (8-9.6 s for 230-360 prompt tokens and 120 new).
+BATCH = 64
+
+
+def _reuse_whole_batches(llama: Any) -> None:
+    """Let `llama` reuse its cache of the last prompt only in whole aligned batches, so a
+    reply depends on its own prompt alone, not on the call before it.
+
+    llama-cpp-python keeps the last prompt's KV cache and, when the next prompt shares a
+    prefix, evaluates only the rest, starting wherever the prefix ends. The matrix products
+    of a batch are not bit-identical across batch shapes, so the rest's logits differ in the
+    last bits from a fresh evaluation's, and a greedy reply can turn on them: the 1.5B wrote
+    two different programs for one generator prompt, with no lesson in either, in the
+    twenty-sixth session's stream (currency_02 with memory and without), and the memory
+    got the blame; on 10 generator prompts of the trap tasks, each asked fresh and right
+    after another sharing its system prompt (or the same prompt with a lesson), 6 of 10
+    greedy replies changed. Cut back to a multiple of `n_batch`, the kept cache is exactly
+    what a fresh evaluation computes first (the same tokens, in the same batches), and the
+    rest starts where a fresh evaluation's next batch does: 10 of 10 identical, fresh, after
+    the other prompt and asked again, with a prompt that shares most of the last one still
+    3 s faster than fresh.
+    """
+    generate = llama.generate
+
+    def aligned(tokens: Any, *args: Any, reset: bool = True, **kwargs: Any) -> Any:
+        tokens = list(tokens)
+        if reset and llama.n_tokens > 0:
+            same = 0
+            for cached, token in zip(llama._input_ids, tokens, strict=False):
+                if cached != token:
+                    break
+                same += 1
+            keep = min(same, len(tokens) - 1) // llama.n_batch * llama.n_batch
+            if keep < llama.n_tokens:
+                llama._ctx.kv_cache_seq_rm(-1, keep, -1)
+                llama.n_tokens = keep
+        return generate(tokens, *args, reset=reset, **kwargs)
+
+    llama.generate = aligned
+
+
 def serve(args: argparse.Namespace) -> int:
     """Load the model, then answer requests until stdin closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -64,11 +108,14 @@ def serve(args: argparse.Namespace) -> int:
             n_ctx=args.n_ctx,
             n_threads=args.threads,
             n_threads_batch=args.threads,
+            n_batch=BATCH,
+            n_ubatch=BATCH,
             verbose=False,
         )
     except (ValueError, OSError) as exc:  # llama-cpp-python's "Failed to load model from file"
         _send(out, {"error": "load", "message": f"{type(exc).__name__}: {exc}"})
         return 2
+    _reuse_whole_batches(llama)
     _send(out, {"ready": True, "load_seconds": time.perf_counter() - started})
 
     grammars: dict[str, LlamaGrammar] = {}
