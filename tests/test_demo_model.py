@@ -73,7 +73,10 @@ def test_demo_on_the_embedded_model(tmp_path: Path) -> None:
             f"without: {'passed' if without['passed'] else 'failed'} in {without['rounds']} "
             f"round(s), {without['usage']['total_tokens']} tokens"
         )
-    # The demo's store holds what it said it stored, and nothing else.
+    # The demo's store holds what it said it stored, and nothing else (task B with memory
+    # may learn too: a second mistake it made and fixed).
+    stored |= {lesson["id"] for lesson in steps[1]["lessons_stored"]}
+    assert steps[2]["lessons_stored"] == []  # the run without memory stores nothing
     listed = subprocess.run(
         [sys.executable, "-m", "agent", "lessons", "--memory", data["memory"], "list", "--json"],
         capture_output=True,
