@@ -89,7 +89,9 @@ def steer(
     The repeat note does not move such a request: in the 12-task stream (session 25) 55
     draws in 60 rounds went unchecked, 32 of them the very program the refiner was asked to
     repair, about a third of the stream's tokens, and none of the 9 rounds in which one
-    request was answered twice with a run program passed.
+    request was answered twice with a run program passed. Measured on the same stream after
+    it (twenty-sixth session): 8 draws moved, the unchecked share unchanged (31.6 %): most
+    repeats are a request's first or second answer, and moved draws repeat too.
     """
     if repeats[planned] < ANCHORED:
         return planned
