@@ -49,8 +49,9 @@ def _send(out: TextIO, payload: dict[str, Any]) -> None:
 
 # Prompt tokens evaluated per batch: the unit `_reuse_whole_batches` keeps. Small, so a
 # prompt sharing a prefix with the last keeps most of it; measured on the 1.5B (2 threads,
-# 10 generator prompts of the trap tasks, /work/bench-out/s26/det_probe.py): a fresh prompt
-# costs the same as with llama.cpp's 512 (8-9.6 s for 230-360 prompt tokens and 120 new).
+# 10 generator prompts of the trap tasks, a throwaway probe: docs/status-log.md, twenty-sixth
+# session): a fresh prompt costs the same as with llama.cpp's 512 (8-9.6 s for 230-360
+# prompt tokens and 120 new).
 BATCH = 64
 
 
