@@ -310,7 +310,9 @@ class RoundSearch:
         if base is None or base.digest() == record.candidate.digest():
             return None
         others = (self.runner_up.get(repairs), self.bare.get(repairs))
-        checks = next(c for o in others if o and o[0].digest() == base.digest() for c in [o[1]])
+        checks = next((o[1] for o in others if o and o[0].digest() == base.digest()), None)
+        if checks is None:  # not a candidate of that round: nothing to record, no crash
+            return None
         update = {"candidate": base, "checks": checks, "usage": Usage(), "seconds": 0.0}
         unset = {"pool": (), "resampled": (), "steered": (), "repaired": None}
         return record.model_copy(update={**update, **unset})
