@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import difflib
 import hashlib
 import re
 from collections.abc import Sequence
@@ -42,6 +43,23 @@ class Candidate(BaseModel):
 
 def _normalise(code: str) -> str:
     return "\n".join(line.rstrip() for line in code.strip().splitlines())
+
+
+def changed_lines(before: Candidate, after: Candidate) -> int:
+    """How many code lines a change from `before` to `after` removes and adds, all files
+    together: the size of the diff a lesson shows. Indentation and blank lines do not count
+    (a block moved into a function is the same code)."""
+    total = 0
+    for name in sorted(set(before.files) | set(after.files)):
+        old, new = (_code_lines(c.files.get(name, "")) for c in (before, after))
+        matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+        same = sum(block.size for block in matcher.get_matching_blocks())
+        total += len(old) + len(new) - 2 * same
+    return total
+
+
+def _code_lines(code: str) -> list[str]:
+    return [line.strip() for line in code.splitlines() if line.strip()]
 
 
 def parse_candidate(text: str, outputs: Sequence[str]) -> Candidate:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from agent import prompts
-from agent.candidate import Candidate
+from agent.candidate import Candidate, changed_lines
 from agent.draws import ANCHORED_WHY, ORIGIN_OF, plan_draws, steer
 from agent.evidence import crashed_on_data
 from agent.feedback import Feedback
@@ -277,17 +277,25 @@ class RoundSearch:
 
     def repaired(self, pool: Pool, first: RoundRecord) -> RoundRecord | None:
         """When round 1's chosen candidate is a hot sample that passed after failing draws,
-        the same run went from a failing candidate to a passing one, as a refinement does:
-        the best failing draw (the earliest on a tie) is what the pass repaired. It becomes
-        the pass's base (its change is reduced and verified like a refinement's) and is
-        returned as the round it would have been alone (`RunResult.first_failure`); `first`
-        is round 1's record, `pool` its draws."""
+        the same run went from a failing candidate to a passing one, as a refinement does.
+        The pass repaired none of them, so the failing draw nearest to it (fewest changed
+        lines; then the best ranked, the earliest) stands for the failure: the change between
+        them is the smallest that turned a failing program into a passing one, and its
+        failure is the one that change fixed (two independent samples can differ
+        everywhere: paired with the best ranked draw, the 1.5B's demo lesson was a 21-line
+        rewrite). It becomes the pass's base (its change is reduced and verified like a
+        refinement's) and is returned as the round it would have been alone
+        (`RunResult.first_failure`); `first` is round 1's record, `pool` its draws."""
         if not (first.feedback.passed and first.origin == "sample"):
             return None
         failing = [k for k, (_, checks, _) in enumerate(pool.drawn) if not checks[-1].passed]
-        best = max(failing, key=lambda k: (rank_feedback(pool.drawn[k][1][-1]), -k))
-        candidate, checks, usage = pool.drawn[best]
-        self.base_of[pool.drawn[-1][0].digest()] = candidate
+
+        def nearest(k: int) -> tuple[int, Rank, int]:
+            candidate, checks, _ = pool.drawn[k]
+            return (-changed_lines(candidate, first.candidate), rank_feedback(checks[-1]), -k)
+
+        candidate, checks, usage = pool.drawn[max(failing, key=nearest)]
+        self.base_of[first.candidate.digest()] = candidate
         return RoundRecord(
             round=1,
             action="generate",

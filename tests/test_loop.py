@@ -620,8 +620,21 @@ def test_round_one_samples_hot_until_one_passes(tmp_path: Path) -> None:
         (0.8, 2),
         (0.8, 3),
     ]
-    # The pass repaired the draw that got furthest (the wrong value, not the crash).
+    # The failure the pass stands for is the draw nearest to it: the crash (one line to
+    # remove), not the wrong value that got further (one line to rewrite: two changed).
     assert result.first_failure is not None
+    assert result.first_failure.feedback.kind == "runtime_error"
+
+
+def test_a_round_one_pass_is_paired_with_the_best_ranked_of_equally_near_draws(
+    tmp_path: Path,
+) -> None:
+    # Both failing draws are one rewritten line away from the pass: the one that got
+    # further (the wrong value, not the crash) is what the pass stands for.
+    crash = "import json\njson.dump({}['missing'], open('out.json', 'w'))"
+    llm = ScriptedLLM.by_system({GEN: [code(crash), code(WRONG), code(GOOD)]})
+    result = agent_for(llm, tmp_path, first_pool=3).run(make_task(tmp_path))
+    assert result.passed and result.first_failure is not None
     assert result.first_failure.feedback.kind == "check_failed"
 
 

@@ -7,7 +7,7 @@ from typing import get_args
 import pytest
 
 from agent import prompts
-from agent.candidate import parse_candidate
+from agent.candidate import Candidate, changed_lines, parse_candidate
 from agent.feedback import FeedbackKind
 
 
@@ -113,3 +113,21 @@ def test_parse_candidate_digest_ignores_trailing_whitespace() -> None:
     a = parse_candidate("```python\nx = 1  \n```", ["s.py"])
     b = parse_candidate("```python\nx = 1\n\n```", ["s.py"])
     assert a.digest() == b.digest()
+
+
+def test_changed_lines_counts_the_code_a_change_removes_and_adds() -> None:
+    def program(**files: str) -> Candidate:
+        return Candidate(files={k.replace("_", "."): v for k, v in files.items()}, text="")
+
+    base = program(a_py="import csv\nrows = read()\ntotal = sum(rows)\nprint(total)\n")
+    assert changed_lines(base, base) == 0
+    # One line rewritten: removed and added. Indentation and blank lines are no change.
+    fixed = program(a_py="import csv\nrows = read()\n\ntotal = sum(map(float, rows))\nprint(total)")
+    assert changed_lines(base, fixed) == 2
+    indented = program(
+        a_py="import csv\nif True:\n    rows = read()\n    total = sum(rows)\nprint(total)"
+    )
+    assert changed_lines(base, indented) == 1
+    # A file only one side has counts whole; files are compared by name.
+    assert changed_lines(base, program(a_py=base.files["a.py"], b_py="x = 1\ny = 2\n")) == 2
+    assert changed_lines(program(b_py="x = 1\n"), program(a_py="x = 1\n")) == 2

@@ -56,14 +56,16 @@ def test_missing_output_file_is_a_format_slip_not_a_lesson(tmp_path: Path) -> No
     assert extract(result, llm=None) == []
 
 
-def test_a_round_one_sample_that_passes_repairs_the_best_failing_draw(tmp_path: Path) -> None:
+def test_a_round_one_sample_that_passes_repairs_the_nearest_failing_draw(tmp_path: Path) -> None:
     # Round 1: the greedy program crashes, a sample is wrong, the next sample passes with a
-    # debug print beside the fix. The pass repaired the wrong one (it got further): the
-    # change, reduced to what the pass needed, is learned as a refinement's would be.
+    # debug print beside the fix. Both failures are as near to it (one line rewritten); the
+    # pass stands for the wrong one (it got further): the change, reduced to what the pass
+    # needed, is learned as a refinement's would be.
     debug = GOOD + "\nprint('debug')"
+    crash = "import json\njson.dump({}['missing'], open('out.json', 'w'))"
     agent = ReflectiveAgent(
         # The passing sample carries a "Fix:" line, as a refiner's answer would.
-        ScriptedLLM.by_system({GEN: [code(CRASH), code(WRONG), fix(debug, "write 42")]}),
+        ScriptedLLM.by_system({GEN: [code(crash), code(WRONG), fix(debug, "write 42")]}),
         recall=NullRecall(),
         sandbox=Sandbox(Limits(cpu_s=10)),
         config=LoopConfig(max_rounds=3, pool_size=1, first_pool=3),
