@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -32,19 +32,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent import prompts
 from agent.candidate import Candidate, parse_candidate
-from agent.checks import Checks, CriticMode, execute
+from agent.checks import Checks, CriticMode
 from agent.feedback import Feedback
 from agent.imports import complete_imports
 from agent.llm.base import LLM, Message, Usage
 from agent.queries import data_views, error_types, seed_query
 from agent.rank import best_round, next_base
-from agent.reduce import reduce_change
 from agent.result import PoolEntry, RoundAction, RoundRecord, RunResult, StopReason
 from agent.sandbox import Sandbox
 from agent.search import Chosen, Pool, RoundSearch
 from agent.splice import programs_of, splice_repair
 from agent.stopping import stop_after
 from agent.task import Task
+from agent.verify import verify_pass
 from memory.datagate import views_marks
 from memory.render import render_lessons
 from memory.types import LessonQuery, Recall, RecallStage, ScoredLesson
@@ -281,32 +281,21 @@ class _Run:
         )
 
     def _reduce(self, best: RoundRecord) -> dict[str, Any]:
-        """The `RunResult` fields of the passing candidate's change from the candidate it
-        repaired, with what the pass did not need taken back (checked by the task's check in
-        the sandbox, as the pass was); none when there is no change to reduce: a greedy
-        first-round pass, a fresh generation, a pass only the critic judged, reduction off."""
+        """The `RunResult` fields of what the pass verified (`agent.verify`); none when there
+        is no change to verify: a greedy first-round pass, a fresh generation, a pass only
+        the critic judged, reduction off."""
         if self.task.check is None or self.cfg.reduce_budget == 0:
             return {}
-        before = self.search.base_of.get(best.candidate.digest())
-        if before is None or best.feedback.stage != "execution":
+        base = self.search.base_of.get(best.candidate.digest())
+        if base is None or best.feedback.stage != "execution":
             return {}
         started = time.monotonic()
-
-        def passes(files: Mapping[str, str]) -> bool:
-            return execute(self.task, files, sandbox=self.agent.sandbox).passed
-
-        reduction = reduce_change(
-            before.files, best.candidate.files, passes, budget=self.cfg.reduce_budget
+        verified = verify_pass(
+            self.task, self.agent.sandbox, *base, best.candidate, budget=self.cfg.reduce_budget
         )
-        if not reduction.taken_back:
-            return {}
-        detail = f"took back {'; '.join(reduction.taken_back)} ({reduction.checks} checks)"
-        self.emit("reduced", best.round, detail, seconds=time.monotonic() - started)
-        return {
-            "verified_files": reduction.files,
-            "verified_base": before.digest(),
-            "taken_back": reduction.taken_back,
-        }
+        if verified.detail:
+            self.emit("reduced", best.round, verified.detail, seconds=time.monotonic() - started)
+        return verified.fields
 
     # -- steps ----------------------------------------------------------------------------
 

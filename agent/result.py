@@ -119,6 +119,10 @@ class RunResult(BaseModel):
     # The digest of the candidate the passing one repaired: the change is relative to it.
     verified_base: str | None = None
     taken_back: tuple[str, ...] = ()
+    # That candidate's files with only the expression of the line that raised written as the
+    # pass writes it, which got the program past that line (`agent.transplant`, checked):
+    # the failure's own fix. None: no such expression, or it did not get past.
+    failure_fix: dict[str, str] | None = None
     # The data symbols the task's input holds (`memory.marks`: currency, '%', ';', '|', BOM,
     # a missing value, the certain decimal mark: "dec." or "dec,"), as recall's data gate saw
     # them; None: no input files, or not known.

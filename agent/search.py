@@ -127,7 +127,8 @@ class RoundSearch:
         self.bare: dict[int, tuple[Candidate, tuple[Feedback, ...]]] = {}
         # What each refiner candidate repaired, by its digest (a fresh generation repaired
         # nothing): the change a pass made is its difference from that (`agent.reduce`).
-        self.base_of: dict[str, Candidate] = {}
+        # With the base, its failure (its last check): what the pass fixed.
+        self.base_of: dict[str, tuple[Candidate, Feedback]] = {}
 
     def draw(self, base: RoundRecord, round_no: int, lessons: Sequence[ScoredLesson]) -> Pool:
         """Draw and check round `round_no`'s candidates, repairs of round `base`, by
@@ -195,11 +196,11 @@ class RoundSearch:
                     if key is None:
                         continue
                     origin, shown = moved or origin, key[1]
-                repaired = bases[key[0]][0]
+                repaired, checks = bases[key[0]]
                 candidate, cost = run.repair(
                     repaired, messages(*key), temperature=temperature, seed=seeds + draw
                 )
-                self.base_of.setdefault(candidate.digest(), repaired)
+                self.base_of.setdefault(candidate.digest(), (repaired, checks[-1]))
             offer = (candidate, origin, temperature, cost, round_no)
             note = self._offer(pool, *offer, lessons=shown, drawn_at=drawn_at)
             if note == prompts.NO_FILES_NOTE:
@@ -295,7 +296,7 @@ class RoundSearch:
             return (-changed_lines(candidate, first.candidate), rank_feedback(checks[-1]), -k)
 
         candidate, checks, usage = pool.drawn[max(failing, key=nearest)]
-        self.base_of[first.candidate.digest()] = candidate
+        self.base_of[first.candidate.digest()] = (candidate, checks[-1])
         return RoundRecord(
             round=1,
             action="generate",
@@ -314,8 +315,8 @@ class RoundSearch:
         as that round's record with it chosen (`RoundRecord.repaired`)."""
         if repairs is None:
             return None
-        base, record = self.base_of.get(candidate.digest()), rounds[repairs - 1]
-        if base is None or base.digest() == record.candidate.digest():
+        found, record = self.base_of.get(candidate.digest()), rounds[repairs - 1]
+        if found is None or (base := found[0]).digest() == record.candidate.digest():
             return None
         others = (self.runner_up.get(repairs), self.bare.get(repairs))
         checks = next((o[1] for o in others if o and o[0].digest() == base.digest()), None)

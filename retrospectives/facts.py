@@ -116,8 +116,13 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
         repaired = bool(fixed_at)
         after = passing if repaired else None
         fixed = after.candidate if after is not None else None
-        if reduced is not None and last.candidate.digest() == result.verified_base:
-            fixed = reduced
+        # What the lesson tells as the change: the failure's own fix when the pass had one
+        # (`agent.transplant`), else the whole (reduced) change.
+        told = fixed
+        if fixed is not None and last.candidate.digest() == result.verified_base:
+            fixed = told = reduced or fixed
+            if result.failure_fix is not None:
+                told = fixed.model_copy(update={"files": result.failure_fix})
         steps.append(
             FailureStep(
                 feedback=last.feedback,
@@ -127,8 +132,8 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
                 diff=candidate_diff(last.candidate, fixed, diff_max_lines)
                 if fixed is not None
                 else "",
-                change=diff_summary(candidate_diff(last.candidate, fixed, None, _WHOLE))
-                if fixed is not None
+                change=diff_summary(candidate_diff(last.candidate, told, None, _WHOLE))
+                if told is not None
                 else "",
                 fix_note=after.candidate.fix_note if after is not None else None,
                 stated_cause=stated_cause(nxt.candidate.text) if nxt is not None else None,

@@ -1,0 +1,138 @@
+"""The fix of one failure: the expression of the failing line as the passing program wrote it.
+
+A pass often fixes more than the failure a lesson is about. On the 1.5B a refinement that
+passed rewrote the whole function: it read '2,31' as `float(row['value'].replace(',', '.'))`
+where the failing program crashed on `value = float(row['value'])`, and it also fixed an
+average and a bad `open(..., indent=4)`. The reduced change (`agent.reduce`) keeps all of
+that, since the pass needed it, and the lesson showed a 16-line rewrite in which the fix of
+the crash is one line among many. The next task has its own averages; what transfers is the
+expression that got past the crash.
+
+So for the failing candidate's line that raised (its `Feedback.location`), each expression
+on it is looked for in the passing program, written there with more to it: the same call
+(`float(...)`, `open(...)`, `csv.DictReader(...)`) or the same kind of expression, whose
+tokens hold the failing one's in order (`float(row['value'])` inside
+`float(row['value'].replace(',', '.'))`; `open(path)` inside `open(path,
+encoding='utf-8-sig')`). Each such expression put in its place, the fewest added tokens
+first, is a variant of the failing program that differs in that line only. The first variant
+that the task's check no longer fails at that line (it passes, fails later, or fails
+otherwise than by an error on that line) is the failure's fix: checked, as the pass was, and
+as small as a change gets. None when no expression of the pass extends one of the failing
+line (a rewrite that renamed everything, a fix elsewhere in the program): the lesson then
+keeps the reduced change.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from collections.abc import Callable, Iterator, Mapping
+
+from agent.feedback import Feedback
+
+Files = dict[str, str]
+Judge = Callable[[Mapping[str, str]], Feedback]
+
+
+def failure_fix(before: Mapping[str, str], after: Mapping[str, str], failure: Feedback,
+                judge: Judge, *, budget: int = 4) -> Files | None:  # fmt: skip
+    """`before` with one expression of its failing line as `after` writes it, the first such
+    variant `judge` (the task's check) finds past the failure; see the module docstring. At
+    most `budget` variants are judged."""
+    if failure.kind != "runtime_error" or not failure.location:
+        return None
+    name, _, line_no = failure.location.rpartition(":")
+    if not name.endswith(".py") or name not in before or name not in after:
+        return None
+    try:
+        line = int(line_no)
+    except ValueError:
+        return None
+    for source in _variants(before[name], after[name], line)[:budget]:
+        variant = {**before, name: source}
+        verdict = judge(variant)
+        if verdict.passed or not _same_failure(verdict, failure):
+            return variant
+    return None
+
+
+def _same_failure(verdict: Feedback, failure: Feedback) -> bool:
+    """An error raised on the same line: the failure is still there (another exception
+    there, a NameError from a helper the pass had, is no way past it either)."""
+    return verdict.kind == "runtime_error" and verdict.location == failure.location
+
+
+def _variants(old: str, new: str, line: int) -> list[str]:
+    """`old` with one single-line expression on `line` replaced by an expression of `new`
+    that extends it, the fewest added tokens first; each parses and differs from `old`."""
+    try:
+        old_tree, new_tree = ast.parse(old), ast.parse(new)
+    except (SyntaxError, ValueError):
+        return []
+    lines = old.splitlines(keepends=True)
+    if not 0 < line <= len(lines):
+        return []
+    targets = [e for e in _expressions(old_tree) if e.lineno == line]
+    sources = {_text(e, new): e for e in _expressions(new_tree)}
+    found: dict[str, int] = {}
+    for target in targets:
+        was = _tokens(_text(target, old))
+        for text, source in sources.items():
+            grown = _tokens(text)
+            if not _extends(target, source, was, grown):
+                continue
+            # Offsets count UTF-8 bytes: a '€' before the expression is three of them.
+            row = lines[line - 1].encode()
+            start, end = target.col_offset, target.end_col_offset or target.col_offset
+            variant_row = (row[:start] + text.encode() + row[end:]).decode()
+            variant = "".join([*lines[: line - 1], variant_row, *lines[line:]])
+            if variant != old and _parses(variant):
+                added = len(grown) - len(was)
+                found[variant] = min(added, found.get(variant, added))
+    return sorted(found, key=lambda v: found[v])
+
+
+def _expressions(tree: ast.AST) -> Iterator[ast.expr]:
+    """Every expression written on one line (a multi-line one would not fit a line)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.expr) and node.end_lineno == node.lineno:
+            yield node
+
+
+def _text(node: ast.expr, source: str) -> str:
+    return ast.get_source_segment(source, node) or ""
+
+
+def _extends(target: ast.expr, source: ast.expr, was: list[str], grown: list[str]) -> bool:
+    """`source` is `target` with more to it: the same kind of expression (a call of the
+    same function), more tokens, and the target's tokens in order among them."""
+    if type(target) is not type(source) or len(grown) <= len(was) or not was:
+        return False
+    if isinstance(target, ast.Call) and isinstance(source, ast.Call):
+        if ast.dump(target.func) != ast.dump(source.func):
+            return False
+    elif grown[0] != was[0] or isinstance(target, ast.Name | ast.Constant):
+        return False
+    remaining = iter(grown)
+    return all(token in remaining for token in was)
+
+
+def _tokens(text: str) -> list[str]:
+    try:
+        return [
+            t.string
+            for t in tokenize.generate_tokens(io.StringIO(text).readline)
+            if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER)
+            and t.string.strip()
+        ]
+    except (tokenize.TokenError, SyntaxError):
+        return []
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    return True

@@ -1,0 +1,65 @@
+"""What a pass verified, for the lesson: the change reduced, and the failure's own fix.
+
+A refinement (or a round-1 sample standing for the nearest failing draw) passed where the
+candidate it repaired failed. Two things are read off the pair, each checked by the task's
+check in the sandbox, as the pass was:
+
+- the reduced change (`agent.reduce`): the passing files with each part of the change the
+  pass did not need taken back; still passing;
+- the failure's fix (`agent.transplant`): the failing files with only the expression of
+  the line that raised written as the (reduced) pass writes it, when that alone gets the
+  program past that line. Narrower than the reduced change when the pass also fixed other
+  things; the lesson, which is about that failure, shows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.candidate import Candidate
+from agent.checks import execute
+from agent.feedback import Feedback
+from agent.reduce import reduce_change
+from agent.sandbox import Sandbox
+from agent.task import Task
+from agent.transplant import failure_fix
+
+
+@dataclass(frozen=True)
+class Verified:
+    """`RunResult` fields (`verified_files`, `verified_base`, `taken_back`, `failure_fix`)
+    and what to report ("" when nothing was found)."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+    detail: str = ""
+
+
+def verify_pass(task: Task, sandbox: Sandbox, before: Candidate, failure: Feedback,
+                after: Candidate, *, budget: int) -> Verified:  # fmt: skip
+    """The reduced change from `before` (which failed with `failure`) to `after` (which
+    passed), at most `budget` checks, and the failure's fix, at most half as many."""
+    checks = 0
+
+    def judge(files: Mapping[str, str]) -> Feedback:
+        nonlocal checks
+        checks += 1
+        return execute(task, files, sandbox=sandbox)
+
+    reduction = reduce_change(
+        before.files, after.files, lambda files: execute(task, files, sandbox=sandbox).passed,
+        budget=budget,
+    )  # fmt: skip
+    fix = failure_fix(before.files, reduction.files, failure, judge, budget=max(1, budget // 2))
+    if not reduction.taken_back and fix is None:
+        return Verified()
+    fields: dict[str, Any] = {"verified_base": before.digest()}
+    details = []
+    if reduction.taken_back:
+        fields |= {"verified_files": reduction.files, "taken_back": reduction.taken_back}
+        details.append(f"took back {'; '.join(reduction.taken_back)} ({reduction.checks} checks)")
+    if fix is not None:
+        fields["failure_fix"] = fix
+        details.append(f"the failure's own fix: {failure.location} ({checks} checks)")
+    return Verified(fields, "; ".join(details))

@@ -1,0 +1,135 @@
+"""The failure's own fix: one expression of the failing line, as the pass wrote it, checked."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from agent.container import Limits
+from agent.feedback import Feedback
+from agent.llm.scripted import ScriptedLLM
+from agent.loop import LoopConfig, ReflectiveAgent
+from agent.sandbox import Sandbox
+from agent.transplant import Judge, failure_fix
+from memory.types import NullRecall
+from retrospectives.extract import Retrospective
+from retrospectives.facts import failure_steps
+from tests.helpers import GEN, REFINE, code, fix, make_task
+
+# The failing program: '2,31' crashes line 4, and the total it writes is wrong too.
+FAILING = """import json
+rows = [line.split(';') for line in open('input.txt').read().split()]
+for name, value in rows:
+    amount = float(value)
+json.dump(round(amount, 2), open('out.json', 'w'))
+"""
+# The pass rewrote it: it reads the comma and also sums.
+PASSING = """import json
+total = 0.0
+for line in open('input.txt').read().split():
+    name, value = line.split(';')
+    total += float(value.replace(',', '.'))
+json.dump(round(total, 2), open('out.json', 'w'))
+"""
+CRASHED = Feedback(
+    kind="runtime_error",
+    stage="execution",
+    summary="ValueError",
+    error_type="ValueError",
+    location="solution.py:4",
+    key_message="ValueError: could not convert string to float: '2,31'",
+)
+
+
+def judged(*verdicts: Feedback) -> tuple[list[Mapping[str, str]], Judge]:
+    seen: list[Mapping[str, str]] = []
+    answers = iter(verdicts)
+
+    def judge(files: Mapping[str, str]) -> Feedback:
+        seen.append(dict(files))
+        return next(answers)
+
+    return seen, judge
+
+
+def later(location: str | None = "solution.py:5", kind: str = "runtime_error") -> Feedback:
+    return CRASHED.model_copy(update={"location": location, "kind": kind})
+
+
+def test_the_fix_is_the_failing_line_with_the_passes_expression() -> None:
+    seen, judge = judged(later("solution.py:5"))
+    got = failure_fix({"solution.py": FAILING}, {"solution.py": PASSING}, CRASHED, judge)
+    assert got is not None and len(seen) == 1
+    old, new = FAILING.splitlines(), got["solution.py"].splitlines()
+    assert [n for o, n in zip(old, new, strict=True) if o != n] == [
+        "    amount = float(value.replace(',', '.'))"
+    ]
+
+
+def test_a_variant_failing_on_the_same_line_is_no_fix() -> None:
+    # Still raising on line 4 (another exception there counts as the same place).
+    seen, judge = judged(later("solution.py:4"))
+    assert failure_fix({"solution.py": FAILING}, {"solution.py": PASSING}, CRASHED, judge) is None
+    assert len(seen) == 1
+    # A check that failed after the program ran through is past the crash.
+    _, judge = judged(later(None, "check_failed"))
+    assert failure_fix({"solution.py": FAILING}, {"solution.py": PASSING}, CRASHED, judge)
+
+
+def test_nothing_to_transplant_checks_nothing() -> None:
+    seen, judge = judged()
+    files = {"solution.py": FAILING}
+    # Another function called on the failing line; a failure that is not a crash; a line
+    # in a file the pass does not have; a location that is no line.
+    other = PASSING.replace("float(value.replace", "int(value.replace")
+    assert failure_fix(files, {"solution.py": other}, CRASHED, judge) is None
+    wrong = CRASHED.model_copy(update={"kind": "check_failed"})
+    assert failure_fix(files, {"solution.py": PASSING}, wrong, judge) is None
+    elsewhere = CRASHED.model_copy(update={"location": "helper.py:4"})
+    assert failure_fix(files, {"solution.py": PASSING}, elsewhere, judge) is None
+    nowhere = CRASHED.model_copy(update={"location": "solution.py:x"})
+    assert failure_fix(files, {"solution.py": PASSING}, nowhere, judge) is None
+    assert seen == []
+
+
+def test_offsets_count_bytes_and_the_budget_bounds_the_checks() -> None:
+    failing = FAILING.replace("    amount = float(value)", "    label = '€'; amount = float(value)")
+    seen, judge = judged(later("solution.py:4"), later("solution.py:4"))
+    # Two extensions of the line's expressions: `float(value.replace(...))` and
+    # `float(value.strip())`; a budget of one checks only the smaller.
+    passing = PASSING + "x = float(value.strip())\n"
+    assert (
+        failure_fix({"solution.py": failing}, {"solution.py": passing}, CRASHED, judge, budget=1)
+        is None
+    )
+    assert len(seen) == 1
+    line = seen[0]["solution.py"].splitlines()[3]
+    assert line == "    label = '€'; amount = float(value.strip())"
+
+
+# -- in the loop, real sandbox --------------------------------------------------------------
+
+CHECK = "import json; assert json.load(open('out.json')) == 4.52, 'expected 4.52'"
+
+
+def test_the_lesson_tells_the_failures_own_fix_not_the_rewrite(tmp_path: Path) -> None:
+    task = make_task(tmp_path, checker=CHECK, goal="Sum the values of input.txt")
+    assert task.workspace is not None
+    (task.workspace / "input.txt").write_text("a;2,31\nb;2,21\n")
+    agent = ReflectiveAgent(
+        ScriptedLLM.by_system({GEN: [code(FAILING)], REFINE: [fix(PASSING, "read the comma")]}),
+        recall=NullRecall(),
+        sandbox=Sandbox(Limits(cpu_s=10)),
+        config=LoopConfig(max_rounds=2, pool_size=1, first_pool=1),
+    )
+    result = agent.run(task)
+    assert result.passed and result.failure_fix is not None
+    assert result.verified_base == result.rounds[0].candidate.digest()
+    (step,) = failure_steps(result)
+    assert step.change == (
+        "replace `amount = float(value)` with `amount = float(value.replace(',', '.'))`"
+    )
+    # The retrospective model still reads the whole change it made.
+    assert "total += float" in step.diff
+    (draft,) = Retrospective(None).analyse(result).drafts
+    assert "float(value.replace(',', '.'))" in draft.fix and "total" not in draft.fix
