@@ -13,8 +13,10 @@ on it is looked for in the passing program, written there with more to it: the s
 (`float(...)`, `open(...)`, `csv.DictReader(...)`) or the same kind of expression, whose
 tokens hold the failing one's in order (`float(row['value'])` inside
 `float(row['value'].replace(',', '.'))`; `open(path)` inside `open(path,
-encoding='utf-8-sig')`). Each such expression put in its place, the fewest added tokens
-first, is a variant of the failing program that differs in that line only. The first variant
+encoding='utf-8-sig')`), or the same value taken further (`row['litres']` as
+`row['litres'].replace(',', '.')`, which the pass assigned back before using it). Each such
+expression put in its place (the line's largest expressions first, then the fewest added
+tokens) is a variant of the failing program that differs in that line only. The first variant
 that the task's check no longer fails at that line (it passes, fails later, or fails
 otherwise than by an error on that line) is the failure's fix: checked, as the pass was, and
 as small as a change gets. None when no expression of the pass extends one of the failing
@@ -65,7 +67,10 @@ def _same_failure(verdict: Feedback, failure: Feedback) -> bool:
 
 def _variants(old: str, new: str, line: int) -> list[str]:
     """`old` with one single-line expression on `line` replaced by an expression of `new`
-    that extends it, the fewest added tokens first; each parses and differs from `old`."""
+    that extends it: the largest expressions of the line first (the more of the failing
+    computation a source holds, the surer it is the pass's version of it), then the fewest
+    added tokens. Each parses and differs from `old`; an expression the line already holds
+    brings nothing new."""
     try:
         old_tree, new_tree = ast.parse(old), ast.parse(new)
     except (SyntaxError, ValueError):
@@ -74,13 +79,15 @@ def _variants(old: str, new: str, line: int) -> list[str]:
     if not 0 < line <= len(lines):
         return []
     targets = [e for e in _expressions(old_tree) if e.lineno == line]
-    sources = {_text(e, new): e for e in _expressions(new_tree)}
-    found: dict[str, int] = {}
+    # A called function is no value (`row['v'].replace` of `row['v'].replace(',', '.')`).
+    called = {id(n.func) for n in ast.walk(new_tree) if isinstance(n, ast.Call)}
+    sources = {_text(e, new): e for e in _expressions(new_tree) if id(e) not in called}
+    found: dict[str, tuple[int, int]] = {}
     for target in targets:
         was = _tokens(_text(target, old))
         for text, source in sources.items():
             grown = _tokens(text)
-            if not _extends(target, source, was, grown):
+            if text in lines[line - 1] or not _extends(target, source, was, grown):
                 continue
             # Offsets count UTF-8 bytes: a '€' before the expression is three of them.
             row = lines[line - 1].encode()
@@ -88,8 +95,8 @@ def _variants(old: str, new: str, line: int) -> list[str]:
             variant_row = (row[:start] + text.encode() + row[end:]).decode()
             variant = "".join([*lines[: line - 1], variant_row, *lines[line:]])
             if variant != old and _parses(variant):
-                added = len(grown) - len(was)
-                found[variant] = min(added, found.get(variant, added))
+                order = (-len(was), len(grown) - len(was))
+                found[variant] = min(order, found.get(variant, order))
     return sorted(found, key=lambda v: found[v])
 
 
@@ -105,14 +112,21 @@ def _text(node: ast.expr, source: str) -> str:
 
 
 def _extends(target: ast.expr, source: ast.expr, was: list[str], grown: list[str]) -> bool:
-    """`source` is `target` with more to it: the same kind of expression (a call of the
-    same function), more tokens, and the target's tokens in order among them."""
-    if type(target) is not type(source) or len(grown) <= len(was) or not was:
+    """`source` is `target` with more to it: the same value taken further
+    (`row['v'].replace(',', '.')` for `row['v']`), or the same kind of expression (a call
+    of the same function) holding the target's tokens in order among more. A bare name or
+    constant is too common to stand for what the pass changed."""
+    if isinstance(target, ast.Name | ast.Constant) or len(grown) <= len(was) or not was:
         return False
-    if isinstance(target, ast.Call) and isinstance(source, ast.Call):
-        if ast.dump(target.func) != ast.dump(source.func):
-            return False
-    elif grown[0] != was[0] or isinstance(target, ast.Name | ast.Constant):
+    if grown[: len(was)] == was:
+        return True
+    if type(target) is not type(source) or grown[0] != was[0]:
+        return False
+    if (
+        isinstance(target, ast.Call)
+        and isinstance(source, ast.Call)
+        and ast.dump(target.func) != ast.dump(source.func)
+    ):
         return False
     remaining = iter(grown)
     return all(token in remaining for token in was)

@@ -133,3 +133,18 @@ def test_the_lesson_tells_the_failures_own_fix_not_the_rewrite(tmp_path: Path) -
     assert "total += float" in step.diff
     (draft,) = Retrospective(None).analyse(result).drafts
     assert "float(value.replace(',', '.'))" in draft.fix and "total" not in draft.fix
+
+
+def test_a_value_the_pass_took_further_is_taken_further_on_the_failing_line() -> None:
+    failing = "import csv\nfor row in csv.DictReader(open('a.csv')):\n    x = float(row['v'])\n"
+    # The pass assigned the value back, cleaned, before the same `float(row['v'])`; it also
+    # has the failing line's `row['v']` inside `print(...)`, which brings nothing to it.
+    passing = (
+        "import csv\nfor row in csv.DictReader(open('a.csv')):\n"
+        "    row['v'] = row['v'].replace(',', '.')\n    x = float(row['v'])\n    print(row['v'])\n"
+    )
+    crashed = CRASHED.model_copy(update={"location": "solution.py:3"})
+    seen, judge = judged(later("solution.py:4"))
+    got = failure_fix({"solution.py": failing}, {"solution.py": passing}, crashed, judge)
+    assert got is not None and len(seen) == 1
+    assert got["solution.py"].splitlines()[2] == "    x = float(row['v'].replace(',', '.'))"
