@@ -58,7 +58,7 @@ class FailureStep(BaseModel):
 
 
 # Context lines enough for any program: the diff then carries both programs whole.
-_WHOLE = 1_000_000
+WHOLE = 1_000_000
 
 
 def failure_identity(feedback: Feedback) -> str:
@@ -92,7 +92,7 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
     # failed differently (a KeyError swallowed by try/except) taught nothing worth keeping.
     passed_at = next((at for at, r in enumerate(rounds) if r.feedback.passed), None)
     passing = rounds[passed_at] if passed_at is not None else None
-    line = _line_of(result, passed_at)
+    line = line_of(result, passed_at)
     # For the failure the passing candidate repaired, the change shown is the reduced one
     # (`agent.reduce`: what the pass did not need taken back, a handler that skips rows, a
     # debug print; it passed too). The reduction is relative to that candidate only: for
@@ -132,7 +132,7 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
                 diff=candidate_diff(last.candidate, fixed, diff_max_lines)
                 if fixed is not None
                 else "",
-                change=diff_summary(candidate_diff(last.candidate, told, None, _WHOLE))
+                change=diff_summary(candidate_diff(last.candidate, told, None, WHOLE))
                 if told is not None
                 else "",
                 fix_note=after.candidate.fix_note if after is not None else None,
@@ -142,7 +142,7 @@ def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[Failur
     return steps
 
 
-def _line_of(result: RunResult, passed_at: int | None) -> dict[int, int]:
+def line_of(result: RunResult, passed_at: int | None) -> dict[int, int]:
     """The attempts (positions in `result.attempts`) the passing one descends from, each with
     the position of the attempt that repaired it: the rounds each refinement repaired
     (`RoundRecord.base_round`; its `repaired` record when it repaired that round's runner-up),

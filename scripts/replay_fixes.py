@@ -30,7 +30,7 @@ from agent.sandbox import Sandbox
 from agent.task import load_task
 from agent.transplant import failure_fix
 from retrospectives.change import diff_summary
-from retrospectives.facts import _WHOLE, _line_of, candidate_diff
+from retrospectives.facts import WHOLE, candidate_diff, line_of
 
 
 def replay(run: RunResult, tasks: Path, sandbox: Sandbox) -> dict[str, object] | None:
@@ -40,7 +40,7 @@ def replay(run: RunResult, tasks: Path, sandbox: Sandbox) -> dict[str, object] |
     passed_at = next((k for k, r in enumerate(attempts) if r.feedback.passed), None)
     if passed_at is None:
         return None
-    line = _line_of(run, passed_at)
+    line = line_of(run, passed_at)
     base_at = next((k for k, by in line.items() if by == passed_at), None)
     if base_at is None:
         return None
@@ -54,9 +54,9 @@ def replay(run: RunResult, tasks: Path, sandbox: Sandbox) -> dict[str, object] |
         return execute(task, files, sandbox=sandbox)
 
     fix = failure_fix(base.candidate.files, after.files, base.feedback, judge)
-    told = diff_summary(candidate_diff(base.candidate, after, None, _WHOLE))
+    told = diff_summary(candidate_diff(base.candidate, after, None, WHOLE))
     fixed = Candidate(files=fix, text="") if fix is not None else None
-    own = diff_summary(candidate_diff(base.candidate, fixed, None, _WHOLE)) if fixed else ""
+    own = diff_summary(candidate_diff(base.candidate, fixed, None, WHOLE)) if fixed else ""
     return {
         "run": run.run_id,
         "task": run.task_id,

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
+
+import pytest
 
 from agent.container import Limits
 from agent.feedback import Feedback
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import Sandbox
+from agent.task import load_task
 from agent.transplant import Judge, failure_fix
 from memory.types import NullRecall
 from retrospectives.extract import Retrospective
 from retrospectives.facts import failure_steps
+from scripts import replay_fixes
 from tests.helpers import GEN, REFINE, code, fix, make_task
 
 # The failing program: '2,31' crashes line 4, and the total it writes is wrong too.
@@ -148,3 +153,36 @@ def test_a_value_the_pass_took_further_is_taken_further_on_the_failing_line() ->
     got = failure_fix({"solution.py": failing}, {"solution.py": passing}, crashed, judge)
     assert got is not None and len(seen) == 1
     assert got["solution.py"].splitlines()[2] == "    x = float(row['v'].replace(',', '.'))"
+
+
+def test_replay_fixes_finds_the_fix_of_a_kept_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = tmp_path / "tasks"
+    task_dir = tasks / "sum_values"
+    (task_dir / "workspace").mkdir(parents=True)
+    (task_dir / "workspace" / "input.txt").write_text("a;2,31\nb;2,21\n")
+    (task_dir / "check.py").write_text(CHECK)
+    (task_dir / "task.toml").write_text(
+        'goal = "Sum the values of input.txt"\noutput = ["solution.py"]\n'
+        'check = "python solution.py && python \\"$TASK_DIR/check.py\\""\n'
+    )
+    agent = ReflectiveAgent(
+        ScriptedLLM.by_system({GEN: [code(FAILING)], REFINE: [fix(PASSING, "read the comma")]}),
+        recall=NullRecall(),
+        sandbox=Sandbox(Limits(cpu_s=10)),
+        config=LoopConfig(max_rounds=2, pool_size=1, first_pool=1, reduce_budget=0),
+    )
+    result = agent.run(load_task(task_dir))
+    assert result.passed and result.failure_fix is None  # the loop did not look (budget 0)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "r.json").write_text(result.model_dump_json())
+    out = tmp_path / "fixes.json"
+    assert replay_fixes.main([str(runs), "--tasks", str(tasks), "--out", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["runs"]
+    assert row["failure_fix"] == (
+        "replace `amount = float(value)` with `amount = float(value.replace(',', '.'))`"
+    )
+    assert row["change"].startswith("rewrite") or "total" in row["change"]
+    assert '"with_a_failure_fix": 1' in capsys.readouterr().out
