@@ -76,7 +76,8 @@ class LoopConfig(BaseModel):
     lesson_token_budget: int = 300
     max_tokens: int = 1024
     # Checks spent after a refinement passed on taking back what the pass did not need, so
-    # the lesson shows only the fix (`agent.reduce`); 0: off.
+    # the lesson shows only the fix (`agent.reduce`), and at most half as many more on the
+    # failure's own fix (`agent.transplant`); 0: off.
     reduce_budget: int = Field(default=8, ge=0)
 
 
@@ -157,7 +158,7 @@ class _Run:
         self.search = RoundSearch(self)
         # Lessons a lesson-free candidate of the same pool outranked: not shown again this run.
         self.outranked: tuple[str, ...] = ()
-        # Round 1's best failing draw when a hot sample of round 1 passed (see `_first_round`).
+        # The failing draw of round 1 a passing hot sample stands for (see `_first_round`).
         self.first_failure: RoundRecord | None = None
         # Signatures of every verdict checked so far, and whether the last round added one.
         self.failures: set[str] = set()
@@ -200,7 +201,7 @@ class _Run:
         (`RoundSearch.sample_first`): a small model's greedy answer is one draw of many (on
         HumanEval, 1.5B: round 1 alone 20 of 30 against the greedy program's 15, at 1.9x the
         tokens); none after a crash on a value of the task's input (all meet the same data).
-        A sample that passes after failing draws repairs the best of them
+        A sample that passes after failing draws stands for the one nearest to it
         (`RoundSearch.repaired`), and is learned from like a refinement.
         """
         t0, temperature = time.monotonic(), self.cfg.temperature

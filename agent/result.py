@@ -128,9 +128,10 @@ class RunResult(BaseModel):
     # them; None: no input files, or not known.
     # The retrospective keeps no claim about data the input does not have.
     input_marks: tuple[str, ...] | None = None
-    # When a hot sample of round 1 passed after round 1's earlier draws failed: the best of
-    # those failing draws, as the round it would have been alone. The pass repaired it (the
-    # verified change is relative to it), so the retrospective reads it before `rounds`.
+    # When a hot sample of round 1 passed after round 1's earlier draws failed: the one of
+    # those failing draws nearest to it, as the round it would have been alone. The pass
+    # stands for its repair (the verified change is relative to it), so the retrospective
+    # reads it before `rounds`.
     first_failure: RoundRecord | None = None
 
     @property

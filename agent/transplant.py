@@ -9,19 +9,20 @@ the crash is one line among many. The next task has its own averages; what trans
 expression that got past the crash.
 
 So for the failing candidate's line that raised (its `Feedback.location`), each expression
-on it is looked for in the passing program, written there with more to it: the same call
-(`float(...)`, `open(...)`, `csv.DictReader(...)`) or the same kind of expression, whose
-tokens hold the failing one's in order (`float(row['value'])` inside
-`float(row['value'].replace(',', '.'))`; `open(path)` inside `open(path,
-encoding='utf-8-sig')`), or the same value taken further (`row['litres']` as
-`row['litres'].replace(',', '.')`, which the pass assigned back before using it). Each such
-expression put in its place (the line's largest expressions first, then the fewest added
-tokens) is a variant of the failing program that differs in that line only. The first variant
-that the task's check no longer fails at that line (it passes, fails later, or fails
-otherwise than by an error on that line) is the failure's fix: checked, as the pass was, and
-as small as a change gets. None when no expression of the pass extends one of the failing
-line (a rewrite that renamed everything, a fix elsewhere in the program): the lesson then
-keeps the reduced change.
+on it is looked for in the passing program, written there with more to it: the same value
+taken further by attributes, calls and subscripts (`row['litres']` as
+`row['litres'].replace(',', '.')`, which the pass assigned back before using it), or a call
+of the same function whose arguments are the failing one's, each as it was or taken
+further, with more after them (`float(row['value'])` as
+`float(row['value'].replace(',', '.'))`; `open(path)` as `open(path,
+encoding='utf-8-sig')`). A comparison or a conditional on the value is another computation,
+not the same one taken further. Each such expression put in its place (the line's largest
+expressions first, then the fewest added tokens) is a variant of the failing program that
+differs in that line only. The first variant that gets past that line under the task's check
+(it passes, runs through to a failed check, or raises on another line; not a timeout or a
+limit) is the failure's fix: checked, as the pass was, and as small as a change gets. None
+when no expression of the pass extends one of the failing line (a rewrite that renamed
+everything, a fix elsewhere in the program): the lesson then keeps the reduced change.
 """
 
 from __future__ import annotations
@@ -54,15 +55,19 @@ def failure_fix(before: Mapping[str, str], after: Mapping[str, str], failure: Fe
     for source in _variants(before[name], after[name], line)[:budget]:
         variant = {**before, name: source}
         verdict = judge(variant)
-        if verdict.passed or not _same_failure(verdict, failure):
+        if _past(verdict, failure):
             return variant
     return None
 
 
-def _same_failure(verdict: Feedback, failure: Feedback) -> bool:
-    """An error raised on the same line: the failure is still there (another exception
-    there, a NameError from a helper the pass had, is no way past it either)."""
-    return verdict.kind == "runtime_error" and verdict.location == failure.location
+def _past(verdict: Feedback, failure: Feedback) -> bool:
+    """The program got past the failing line: it passed, ran through to a failed check, or
+    raised on another line. Another exception on the same line (a NameError from a helper
+    only the pass had) is no way past it; a timeout or a limit says nothing of where the
+    program got."""
+    if verdict.passed or verdict.kind == "check_failed":
+        return True
+    return verdict.kind == "runtime_error" and verdict.location not in (None, failure.location)
 
 
 def _variants(old: str, new: str, line: int) -> list[str]:
@@ -75,7 +80,8 @@ def _variants(old: str, new: str, line: int) -> list[str]:
         old_tree, new_tree = ast.parse(old), ast.parse(new)
     except (SyntaxError, ValueError):
         return []
-    lines = old.splitlines(keepends=True)
+    # Lines as `ast` counts them: '\u2028' or '\x0c' in a string ends no line there.
+    lines = io.StringIO(old, newline="").readlines()
     if not 0 < line <= len(lines):
         return []
     targets = [e for e in _expressions(old_tree) if e.lineno == line]
@@ -84,18 +90,20 @@ def _variants(old: str, new: str, line: int) -> list[str]:
     sources = {_text(e, new): e for e in _expressions(new_tree) if id(e) not in called}
     found: dict[str, tuple[int, int]] = {}
     for target in targets:
-        was = _tokens(_text(target, old))
+        was = len(_tokens(_text(target, old)))
         for text, source in sources.items():
-            grown = _tokens(text)
-            if text in lines[line - 1] or not _extends(target, source, was, grown):
+            if text in lines[line - 1] or not _extends(target, source):
                 continue
             # Offsets count UTF-8 bytes: a '€' before the expression is three of them.
             row = lines[line - 1].encode()
             start, end = target.col_offset, target.end_col_offset or target.col_offset
-            variant_row = (row[:start] + text.encode() + row[end:]).decode()
+            try:
+                variant_row = (row[:start] + text.encode() + row[end:]).decode()
+            except UnicodeDecodeError:  # offsets that are not this line's: no variant
+                continue
             variant = "".join([*lines[: line - 1], variant_row, *lines[line:]])
             if variant != old and _parses(variant):
-                order = (-len(was), len(grown) - len(was))
+                order = (-was, len(_tokens(text)) - was)
                 found[variant] = min(order, found.get(variant, order))
     return sorted(found, key=lambda v: found[v])
 
@@ -111,25 +119,43 @@ def _text(node: ast.expr, source: str) -> str:
     return ast.get_source_segment(source, node) or ""
 
 
-def _extends(target: ast.expr, source: ast.expr, was: list[str], grown: list[str]) -> bool:
+def _extends(target: ast.expr, source: ast.expr) -> bool:
     """`source` is `target` with more to it: the same value taken further
-    (`row['v'].replace(',', '.')` for `row['v']`), or the same kind of expression (a call
-    of the same function) holding the target's tokens in order among more. A bare name or
-    constant is too common to stand for what the pass changed."""
-    if isinstance(target, ast.Name | ast.Constant) or len(grown) <= len(was) or not was:
+    (`row['v'].replace(',', '.')` for `row['v']`: attributes, calls, subscripts on it), or
+    a call of the same function whose arguments are the target's, each as it was or taken
+    further, with more after them (`open(path)` as `open(path, encoding='utf-8-sig')`).
+    Either way the source is a primary expression: it takes the target's place without a
+    question of precedence. A bare name or constant is too common to stand for what the
+    pass changed; a comparison or a conditional on the value is another computation."""
+    if isinstance(target, ast.Name | ast.Constant) or _same(target, source):
         return False
-    if grown[: len(was)] == was:
+    if _taken_further(target, source):
         return True
-    if type(target) is not type(source) or grown[0] != was[0]:
+    if not (isinstance(target, ast.Call) and isinstance(source, ast.Call)):
         return False
-    if (
-        isinstance(target, ast.Call)
-        and isinstance(source, ast.Call)
-        and ast.dump(target.func) != ast.dump(source.func)
-    ):
+    if not _same(target.func, source.func) or len(source.args) < len(target.args):
         return False
-    remaining = iter(grown)
-    return all(token in remaining for token in was)
+    given = {k.arg: k.value for k in source.keywords}
+    return all(
+        _same(a, b) or _taken_further(a, b) for a, b in zip(target.args, source.args, strict=False)
+    ) and all(
+        k.arg in given and (_same(k.value, given[k.arg]) or _taken_further(k.value, given[k.arg]))
+        for k in target.keywords
+    )
+
+
+def _taken_further(target: ast.expr, source: ast.expr) -> bool:
+    """`source` is a chain of attributes, calls and subscripts on `target` itself."""
+    node: ast.expr = source
+    while isinstance(node, ast.Attribute | ast.Call | ast.Subscript):
+        node = node.func if isinstance(node, ast.Call) else node.value
+        if _same(node, target):
+            return True
+    return False
+
+
+def _same(a: ast.AST, b: ast.AST) -> bool:
+    return ast.dump(a) == ast.dump(b)
 
 
 def _tokens(text: str) -> list[str]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from agent.candidate import Candidate
 from agent.checks import execute
+from agent.errors import SandboxError
 from agent.feedback import Feedback
 from agent.reduce import reduce_change
 from agent.sandbox import Sandbox
@@ -39,7 +40,8 @@ class Verified:
 def verify_pass(task: Task, sandbox: Sandbox, before: Candidate, failure: Feedback,
                 after: Candidate, *, budget: int) -> Verified:  # fmt: skip
     """The reduced change from `before` (which failed with `failure`) to `after` (which
-    passed), at most `budget` checks, and the failure's fix, at most half as many."""
+    passed), at most `budget` checks, and the failure's fix, at most half as many more. A
+    sandbox that breaks meanwhile leaves nothing verified, and says so in `detail`."""
     checks = 0
 
     def judge(files: Mapping[str, str]) -> Feedback:
@@ -47,11 +49,16 @@ def verify_pass(task: Task, sandbox: Sandbox, before: Candidate, failure: Feedba
         checks += 1
         return execute(task, files, sandbox=sandbox)
 
-    reduction = reduce_change(
-        before.files, after.files, lambda files: execute(task, files, sandbox=sandbox).passed,
-        budget=budget,
-    )  # fmt: skip
-    fix = failure_fix(before.files, reduction.files, failure, judge, budget=max(1, budget // 2))
+    try:
+        reduction = reduce_change(
+            before.files, after.files, lambda files: execute(task, files, sandbox=sandbox).passed,
+            budget=budget,
+        )  # fmt: skip
+        fix = failure_fix(before.files, reduction.files, failure, judge, budget=max(1, budget // 2))
+    except (SandboxError, OSError) as exc:
+        # The pass was checked; a sandbox that broke after it costs the lesson its narrowing,
+        # never the run its pass.
+        return Verified(detail=f"not verified: {type(exc).__name__}: {exc}"[:300])
     if not reduction.taken_back and fix is None:
         return Verified()
     fields: dict[str, Any] = {"verified_base": before.digest()}

@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agent.candidate import Candidate
 from agent.checks import execute
 from agent.container import Limits
+from agent.feedback import Feedback
 from agent.result import RunResult
 from agent.sandbox import Sandbox
 from agent.task import load_task
@@ -50,7 +51,7 @@ def replay(run: RunResult, tasks: Path, sandbox: Sandbox) -> dict[str, object] |
         after = after.model_copy(update={"files": run.verified_files})
     task = load_task(tasks / run.task_id)
 
-    def judge(files: Mapping[str, str]):  # type: ignore[no-untyped-def]
+    def judge(files: Mapping[str, str]) -> Feedback:
         return execute(task, files, sandbox=sandbox)
 
     fix = failure_fix(base.candidate.files, after.files, base.feedback, judge)

@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from agent.candidate import Candidate
 from agent.container import Limits
+from agent.errors import SandboxError
 from agent.feedback import Feedback
 from agent.llm.scripted import ScriptedLLM
 from agent.loop import LoopConfig, ReflectiveAgent
-from agent.sandbox import Sandbox
-from agent.task import load_task
+from agent.sandbox import ExecResult, Sandbox
+from agent.task import Task, load_task
 from agent.transplant import Judge, failure_fix
+from agent.verify import verify_pass
 from memory.types import NullRecall
 from retrospectives.extract import Retrospective
 from retrospectives.facts import failure_steps
@@ -186,3 +190,78 @@ def test_replay_fixes_finds_the_fix_of_a_kept_run(
     )
     assert row["change"].startswith("rewrite") or "total" in row["change"]
     assert '"with_a_failure_fix": 1' in capsys.readouterr().out
+
+
+def test_a_comparison_or_a_conditional_on_the_value_is_no_extension() -> None:
+    failing = "part, total = 1, 0\npct = part / total * 100\nok = float(v)\n"
+    passing = "part, total = 1, 0\npct = part / total if total else 0.0\nok = float(v == '')\n"
+    _, judge = judged(later(None, "check_failed"))
+    for line in (2, 3):
+        crashed = CRASHED.model_copy(update={"location": f"solution.py:{line}"})
+        assert (
+            failure_fix({"solution.py": failing}, {"solution.py": passing}, crashed, judge) is None
+        )
+    # A call of the same function with its arguments kept and a keyword added is one.
+    failing = "import csv\nrows = list(csv.DictReader(open('a.csv')))\nx = rows[0]['id']\n"
+    passing = "import csv\nrows = list(csv.DictReader(open('a.csv', encoding='utf-8-sig')))\n"
+    crashed = CRASHED.model_copy(update={"location": "solution.py:2"})
+    got = failure_fix({"solution.py": failing}, {"solution.py": passing}, crashed, judge)
+    assert got is not None
+    assert got["solution.py"].splitlines()[1] == passing.splitlines()[1]
+
+
+def test_a_timeout_or_a_limit_is_not_past_the_line() -> None:
+    for kind in ("timeout", "resource_error", "syntax_error"):
+        seen, judge = judged(later(None, kind))
+        assert (
+            failure_fix({"solution.py": FAILING}, {"solution.py": PASSING}, CRASHED, judge) is None
+        )
+        assert len(seen) == 1
+
+
+def test_lines_are_counted_as_python_counts_them() -> None:
+    # A '\u2028' or a form feed inside the program ends no line for `ast`: the variant
+    # changes the line that raised, whatever comes before it.
+    for odd in ("sep = '\u2028'\n", "a = 1\x0c\n"):
+        failing = odd + "label = 'ééé'; v = 'x'\nx = float(v)\n"
+        passing = "x = float(v.strip())\n"
+        crashed = CRASHED.model_copy(update={"location": "solution.py:3"})
+        seen, judge = judged(later(None, "check_failed"))
+        got = failure_fix({"solution.py": failing}, {"solution.py": passing}, crashed, judge)
+        assert got is not None
+        assert got["solution.py"] == failing.replace("float(v)", "float(v.strip())")
+
+
+def sum_task(tmp_path: Path) -> Task:
+    task = make_task(tmp_path, checker=CHECK, goal="Sum the values of input.txt")
+    assert task.workspace is not None
+    (task.workspace / "input.txt").write_text("a;2,31\nb;2,21\n")
+    return task
+
+
+def test_verify_pass_keeps_the_fix_when_nothing_is_taken_back(tmp_path: Path) -> None:
+    failing, passing = (Candidate(files={"solution.py": s}, text="") for s in (FAILING, PASSING))
+    sandbox = Sandbox(Limits(cpu_s=10))
+    got = verify_pass(sum_task(tmp_path), sandbox, failing, CRASHED, passing, budget=2)
+    assert set(got.fields) == {"verified_base", "failure_fix"}
+    assert got.fields["verified_base"] == failing.digest()
+    assert "solution.py:4 (1 checks)" in got.detail
+
+
+class BreakingSandbox(Sandbox):
+    """A sandbox that passes its self-test, then breaks."""
+
+    broken = False
+
+    def run(self, *args: Any, **kwargs: Any) -> ExecResult:
+        if self.broken:
+            raise SandboxError("bwrap vanished")
+        return super().run(*args, **kwargs)
+
+
+def test_a_sandbox_that_breaks_after_the_pass_leaves_nothing_verified(tmp_path: Path) -> None:
+    failing, passing = (Candidate(files={"solution.py": s}, text="") for s in (FAILING, PASSING))
+    sandbox = BreakingSandbox(Limits(cpu_s=10))
+    sandbox.broken = True
+    got = verify_pass(sum_task(tmp_path), sandbox, failing, CRASHED, passing, budget=8)
+    assert got.fields == {} and got.detail == "not verified: SandboxError: bwrap vanished"
