@@ -51,9 +51,8 @@ def verify_pass(task: Task, sandbox: Sandbox, before: Candidate, failure: Feedba
 
     try:
         reduction = reduce_change(
-            before.files, after.files, lambda files: execute(task, files, sandbox=sandbox).passed,
-            budget=budget,
-        )  # fmt: skip
+            before.files, after.files, lambda files: judge(files).passed, budget=budget
+        )
         fix = failure_fix(before.files, reduction.files, failure, judge, budget=max(1, budget // 2))
     except (SandboxError, OSError) as exc:
         # The pass was checked; a sandbox that broke after it costs the lesson its narrowing,
@@ -68,5 +67,6 @@ def verify_pass(task: Task, sandbox: Sandbox, before: Candidate, failure: Feedba
         details.append(f"took back {'; '.join(reduction.taken_back)} ({reduction.checks} checks)")
     if fix is not None:
         fields["failure_fix"] = fix
-        details.append(f"the failure's own fix: {failure.location} ({checks} checks)")
+        spent = checks - reduction.checks
+        details.append(f"the failure's own fix: {failure.location} ({spent} checks)")
     return Verified(fields, "; ".join(details))
