@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from agent.container import SANDBOX_TASK_DIR
+from agent.evidence import shape_verdict
 from agent.feedback import Feedback, FeedbackKind
 from agent.sandbox import ExecResult
 from agent.workspace import SANDBOX_WORKSPACE
@@ -119,12 +120,16 @@ def program_wrote(written: dict[str, str], message: str) -> str | None:
     """The start of each file the program wrote that the check's message names as a whole
     (`result.json is not valid JSON`, `result.json: missing key 'x'`), quoted; None when it
     names none, or only a value inside it (`result.json['x']: wrong value`): such a check
-    already says what it read there. A name without a suffix ('out') is too likely a word."""
+    already says what it read there. A verdict on the shape inside it
+    (`result.json['x']: unexpected key 'sum'`, `agent.evidence.shape_verdict`) does not: the
+    keys the program wrote are what the refiner compares with the task's. A name without a
+    suffix ('out') is too likely a word."""
+    inside = "" if shape_verdict(message) else r"\["
     named = [
         f"{name}: {head!r}"
         for name, head in written.items()
         if "." in Path(name).name
-        and re.search(rf"(?<![\w.-]){re.escape(Path(name).name)}(?![\w\[-]|\.\w)", message)
+        and re.search(rf"(?<![\w.-]){re.escape(Path(name).name)}(?![\w{inside}-]|\.\w)", message)
     ]
     return "; ".join(named) or None
 

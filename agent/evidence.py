@@ -18,7 +18,13 @@ value that occurs in an input file, the feedback also shows, from that file:
   ('Rösti'), with its column and file;
 - anything else: the first lines that contain it;
 - a decoding error at byte position N: the raw bytes around N;
-- a check's verdict on wrong values: also the rows that repeat an earlier row exactly.
+- a check's verdict on wrong values: also the rows that repeat an earlier row exactly;
+- a check's verdict on the output's shape, which names a key of its own ("missing key
+  'avg'", "unexpected key 'sum'"): that key only. The keys of its path ('sodium' in
+  `result.json['sodium']: unexpected key 'sum'`) and the data's profile say nothing about
+  a key the program added or left out. Shown, they sent the 1.5B back to the group's
+  decimal commas (`scripts/refine_probe.py`: 3 of 4 answers' fixes); without them it
+  changes other things, and still leaves the key (0 of 4 either way).
 
 Only the task's workspace (the program's own inputs) is read, never the task directory,
 which holds what the checker compares against.
@@ -72,6 +78,7 @@ def input_evidence(
         (path.relative_to(workspace), text, [] if is_json(text) else csv_rows(text))
         for path, text in ((p, raw.decode("utf-8", errors="replace")) for p, raw in files)
     ]
+    named = _named_keys(message) if check_failed else []
     got = _GOT.search(message) if check_failed else None
     stray = _stray_value(_literal(got.group(1)), files, workspace) if got else None
     quoted: Quoted = (
@@ -79,9 +86,11 @@ def input_evidence(
     )
     found: list[str] = []
     # Output keys quoted as a path (`result.json['T-04']`), not values the check got.
-    keys = frozenset(v for v in _literals(message) if check_failed and _as_key(v, message))
+    keys = frozenset(
+        v for v in _literals(message) if check_failed and not named and _as_key(v, message)
+    )
     in_table = partial(_in_table, keys=keys)
-    for literal in _literals(message)[:MAX_LITERALS]:
+    for literal in (named or _literals(message))[:MAX_LITERALS]:
         # The strongest evidence in any file first: a table's cell or column, then a column
         # sharing the words of an output key, then the lines holding the literal.
         evidence = (
@@ -99,6 +108,19 @@ def input_evidence(
 
 # A string value a check says the program wrote: `got "Rsti"`, `got 'north '`.
 _GOT = re.compile(r"""\bgot ('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")""")
+# A key a check's verdict is about: `missing key 'avg'`, `unexpected keys "sum"`.
+_NAMED_KEY = re.compile(r"""\bkeys? ('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")""")
+
+
+def _named_keys(message: str) -> list[str]:
+    """The keys a verdict on the output's shape names as its subject, in order."""
+    found = (_literal(m.group(1)) for m in _NAMED_KEY.finditer(message))
+    return list(dict.fromkeys(v for v in found if v and v.strip()))
+
+
+def shape_verdict(message: str | None) -> bool:
+    """Is a check's verdict about the output's shape: does it name a key it is about?"""
+    return bool(_named_keys(message or ""))
 
 
 def _stray_value(value: str | None, files: list[tuple[Path, bytes]], ws: Path) -> str | None:
@@ -252,6 +274,8 @@ def data_evidence(
     found = input_evidence(message, workspace, check_failed=check_failed)
     if found and not check_failed:
         return found  # a crash's own values: no profile needed
+    if check_failed and shape_verdict(message):
+        return found  # a key added or left out: what the data shows is the key's, if any
     profile = input_profile(workspace)
     repeats = [line for line in profile if line.startswith(REPEATS)]
     shown = repeats if check_failed else []

@@ -405,20 +405,41 @@ class RoundSearch:
         lessons: Sequence[ScoredLesson],
     ) -> list[Message]:
         """The refiner's prompt for repairing `candidate`, judged by `checks` in `round_no`."""
-        task = self.run.task
-        verdict = checks[-1]
-        passed_external = any(c.stage == "execution" and c.passed for c in checks)
-        user = prompts.render_refiner(
-            goal=task.goal,
-            previous=prompts.render_files(candidate.files, candidate.text),
-            round_no=round_no,
-            feedback=verdict.compressed(),
-            kind=verdict.kind,
+        return refiner_messages(
+            self.run.task,
+            candidate,
+            checks,
+            round_no,
             tried=self.tried,
             lessons=render_lessons(lessons, self.run.cfg.lesson_token_budget),
-            passed_external=passed_external,
-            workspace=self.run.inputs,
-            evidence=verdict.input_evidence is not None,
+            inputs=self.run.inputs,
         )
-        system = prompts.REFINER_SYSTEM if task.output else prompts.REFINER_SYSTEM_TEXT
-        return [Message(role="system", content=system), Message(role="user", content=user)]
+
+
+def refiner_messages(
+    task: Task,
+    candidate: Candidate,
+    checks: tuple[Feedback, ...],
+    round_no: int,
+    *,
+    tried: Sequence[str],
+    lessons: str,
+    inputs: dict[str, str],
+) -> list[Message]:
+    """The refiner's prompt for repairing `candidate` of `task`, judged by `checks` in
+    `round_no`: `lessons` rendered, `inputs` the input files' preview."""
+    verdict = checks[-1]
+    user = prompts.render_refiner(
+        goal=task.goal,
+        previous=prompts.render_files(candidate.files, candidate.text),
+        round_no=round_no,
+        feedback=verdict.compressed(),
+        kind=verdict.kind,
+        tried=tried,
+        lessons=lessons,
+        passed_external=any(c.stage == "execution" and c.passed for c in checks),
+        workspace=inputs,
+        evidence=verdict.input_evidence is not None,
+    )
+    system = prompts.REFINER_SYSTEM if task.output else prompts.REFINER_SYSTEM_TEXT
+    return [Message(role="system", content=system), Message(role="user", content=user)]

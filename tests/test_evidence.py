@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from agent.evidence import crashed_on_data, crashed_on_missing, data_evidence, input_evidence
+from agent.evidence import (
+    crashed_on_data,
+    crashed_on_missing,
+    data_evidence,
+    input_evidence,
+    shape_verdict,
+)
 from agent.llm.scripted import ScriptedLLM
 from agent.profile import input_profile, input_symbols
 from agent.prompts import EVIDENCE_GUIDANCE
@@ -760,3 +766,34 @@ def test_a_value_a_cell_holds_with_spaces_or_in_another_case_is_not_stray(tmp_pa
     for got in ("north", "south"):
         verdict = f"result.json['n']: wrong value, got {got!r}"
         assert "no input cell holds" not in (input_evidence(verdict, ws, check_failed=True) or "")
+
+
+def test_a_verdict_on_the_output_s_shape_shows_only_what_the_input_says_of_its_key(
+    tmp_path: Path,
+) -> None:
+    """decimal_comma_02 on the 1.5B: every value right and an extra key 'sum' under each
+    analyte. The evidence listed the sodium rows' decimal commas (the path's group) and the
+    refiner went back to the commas, twice, leaving 'sum' in place."""
+    rows = "sample_id\tanalyte\tvalue\nS1\tsodium\t135,30\nS2\tglucose\t4,1\nS2\tglucose\t4,1\n"
+    rows += "S3\tsodium\t141,14\n"
+    ws = workspace(tmp_path, {"lab.tsv": rows})
+    extra = "result.json['sodium']: unexpected key 'sum'"
+    assert input_evidence(extra, ws, check_failed=True) is None
+    assert data_evidence(extra, ws, check_failed=True) is None  # no profile, no repeats
+    # The same path over a wrong value: the group's rows, as before.
+    wrong = "result.json['sodium']['avg']: wrong value, got 1.3 (too low)"
+    assert "rows of lab.tsv whose 'analyte' is 'sodium'" in (
+        data_evidence(wrong, ws, check_failed=True) or ""
+    )
+    # A key the shape names that the input holds: its column, and no group's rows.
+    missing = "result.json: missing key 'sodium'"
+    assert data_evidence(missing, ws, check_failed=True) == (
+        "values of column 'analyte' in lab.tsv (2 of 2 distinct, varied formats first): "
+        "'sodium', 'glucose'"
+    )
+    nested = "result.json['glucose']: missing key 'value'"
+    assert (data_evidence(nested, ws, check_failed=True) or "").startswith(
+        "values of column 'value' in lab.tsv"
+    )
+    assert shape_verdict(extra) and shape_verdict('out.json: unexpected keys "a", "b"')
+    assert not shape_verdict(wrong) and not shape_verdict(None)

@@ -375,6 +375,9 @@ def test_a_check_about_a_value_inside_the_file_gets_no_copy_of_it() -> None:
 
     written = {"result.json": '{"a": 1}', "out/report.md": "# R"}
     assert program_wrote(written, "result.json['a']: wrong value, got 1") is None
+    # A key too many inside it: the keys the program wrote are what the refiner compares.
+    shape = "result.json['a']: unexpected key 'sum'"
+    assert program_wrote(written, shape) == "result.json: '{\"a\": 1}'"
     assert program_wrote(written, "result.json: missing key 'b'") == "result.json: '{\"a\": 1}'"
     assert program_wrote(written, "report.md has no title") == "out/report.md: '# R'"
     assert program_wrote(written, "old_result.json.bak is stale") is None
