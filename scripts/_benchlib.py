@@ -409,6 +409,7 @@ class LearningResults(BaseModel):
     started: float
     finished: float | None = None
     interrupted: bool = False
+    resumed: list[float] = []  # when an interrupted run was resumed (`--resume`)
     png: str = "bench_learning.png"
     records: list[RunRecord] = []
     summary: Summary | None = None

@@ -29,9 +29,13 @@ twenty-sixth session, whatever call came before: `agent.llm.worker._reuse_whole_
 Figures per condition (mean [min-max] over orders x seeds): first-round and final success,
 mean rounds, tokens and wall time per solved task, the retrospective's tokens (the cost of
 learning); the evaluation part (after the split) also for none and learning. --out gets
-bench_learning.json (rewritten after every run: Ctrl-C keeps what was done) and .png; every
-loop run's trajectory (candidates, checks, feedback; what a post-mortem needs) goes to
---out/runs/RUN_ID.json.
+bench_learning.json (rewritten after every run: Ctrl-C or SIGTERM keeps what was done) and
+.png; every loop run's trajectory (candidates, checks, feedback; what a post-mortem needs)
+goes to --out/runs/RUN_ID.json. `--resume` (with the same arguments, --out and
+--keep-stores) goes on from what an interrupted run kept: its records stay, its stores are
+opened again, each (condition, seed, order, position) it recorded is not run again. A
+learning run killed after its lessons were stored but before its record was written runs
+again; its lessons then meet themselves in the store's dedup.
 """
 
 from __future__ import annotations
@@ -159,13 +163,19 @@ class FrozenRecall:
 
 
 def snapshot(src: Path, dst: Path, embedder: Embedder) -> Memory:
-    """A copy of the store at `src` as a new store at `dst` (SQL copied, index rebuilt)."""
-    dst.mkdir(parents=True)
-    with sqlite3.connect(src / "memory.sqlite3") as a, sqlite3.connect(dst / "memory.sqlite3") as b:
+    """A copy of the store at `src` as a new store at `dst` (SQL copied, index rebuilt),
+    made beside it and renamed into place when whole: a bench killed while copying leaves
+    no half store for `--resume` to open."""
+    partial = dst.with_name(dst.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    db = partial / "memory.sqlite3"
+    with sqlite3.connect(src / "memory.sqlite3") as a, sqlite3.connect(db) as b:
         a.backup(b)  # consistent even while the source store holds the file open
-    copy = Memory.open(str(dst), embedder=embedder)
-    copy.reindex()
-    return copy
+    with Memory.open(str(partial), embedder=embedder) as copy:
+        copy.reindex()
+    partial.rename(dst)
+    return Memory.open(str(dst), embedder=embedder)
 
 
 OnRecord = Callable[[RunRecord], None]
@@ -185,6 +195,7 @@ class LearningBench:
         store_dir: Path,
         on_record: OnRecord,
         runs_dir: Path | None = None,
+        done: Sequence[RunRecord] = (),
     ) -> None:
         self.config, self.tasks = config, list(tasks)
         self.llm, self.embedder, self.sandbox = llm, embedder, sandbox
@@ -195,6 +206,13 @@ class LearningBench:
         # Each task's run without memory, per seed (see the shortcuts in the docstring).
         self.none_results: dict[tuple[int, str], RunResult] = {}
         self.stores: dict[str, Memory] = {}
+        # What a resumed bench recorded before (`--resume`): not run again.
+        self.done = {(r.condition, r.seed, r.order, r.position): r for r in done}
+        for rec in done:
+            kept = runs_dir / f"none-{rec.seed}-{rec.task_id}.json" if runs_dir else None
+            if rec.condition == "none" and kept is not None and kept.is_file():
+                result = RunResult.model_validate_json(kept.read_text())
+                self.none_results[(rec.seed, rec.task_id)] = result
 
     def run(self) -> None:
         """Every (seed, order) stream in turn; stores stay open in `self.stores` until close()."""
@@ -215,22 +233,33 @@ class LearningBench:
         for pos, task in enumerate(stream_order(self.tasks, order)):
             phase = "train" if pos < self.split else "eval"
             key = {"seed": seed, "order": order, "position": pos, "phase": phase}
+
+            def done(condition: str, pos: int = pos) -> RunRecord | None:
+                return self.done.get((condition, seed, order, pos))
+
             if "frozen" in conds and pos == self.split:
                 # Before the learning run at this position: the frozen store knows only
-                # what the training part taught.
+                # what the training part taught (a resumed bench opens the one it made).
                 frozen_dir = self.store_dir / f"frozen-s{seed}-o{order}"
-                frozen = snapshot(learn_dir, frozen_dir, self.embedder)
+                frozen = (
+                    Memory.open(str(frozen_dir), embedder=self.embedder)
+                    if frozen_dir.exists()
+                    else snapshot(learn_dir, frozen_dir, self.embedder)
+                )
                 self.stores[frozen_dir.name] = frozen
-            if "none" in conds:
+            if "none" in conds and not done("none"):
                 self._none(llm, task, key)
-            if "learning" in conds or ("frozen" in conds and pos < self.split):
-                rec = self._learn(llm, learning, task, key)
-                if "learning" in conds:
-                    self.on_record(rec)
-                if "frozen" in conds and pos < self.split:
+            training = "frozen" in conds and pos < self.split
+            rec = done("learning")
+            if ("learning" in conds and rec is None) or (training and not done("frozen")):
+                if rec is None:
+                    rec = self._learn(llm, learning, task, key)
+                    if "learning" in conds:
+                        self.on_record(rec)
+                if training:
                     copied = {"condition": "frozen", "reused": "learning" in conds}
                     self.on_record(rec.model_copy(update=copied))
-            if frozen is not None:
+            if frozen is not None and not done("frozen"):
                 result = self._run(llm, task, FrozenRecall(frozen), f"frozen-{seed}-{order}-{pos}")
                 self.on_record(record("frozen", task, result, key))
 
@@ -310,7 +339,7 @@ def export_lessons(stores: dict[str, Memory]) -> dict[str, list[dict[str, Any]]]
     return out
 
 
-def parse_args(argv: Sequence[str] | None) -> tuple[BenchConfig, Path, bool]:
+def parse_args(argv: Sequence[str] | None) -> tuple[BenchConfig, Path, bool, bool]:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("task_dirs", nargs="+", type=Path)
     p.add_argument("--model", default="local")
@@ -330,7 +359,14 @@ def parse_args(argv: Sequence[str] | None) -> tuple[BenchConfig, Path, bool]:
     p.add_argument("--embedder", choices=("minilm", "hash"), default="minilm")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--keep-stores", action="store_true", help="keep the memory stores in --out")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on from what an interrupted run kept in --out (same arguments)",
+    )
     a = p.parse_args(argv)
+    if a.resume and a.out is None:
+        p.error("--resume needs --out")
     fields = ("model", "seeds", "orders", "limit", "per_family", "train_frac", "max_rounds",
               "pool_size", "first_pool", "temperature", "embedder", "budget_min", "sec_per_run",
               "sec_per_retro")  # fmt: skip
@@ -340,14 +376,16 @@ def parse_args(argv: Sequence[str] | None) -> tuple[BenchConfig, Path, bool]:
         **{name: getattr(a, name) for name in fields},
     )
     out = a.out or Path("bench-results") / f"learning-{time.strftime('%Y%m%d-%H%M%S')}"
-    return config, out, a.keep_stores
+    return config, out, a.keep_stores, a.resume
 
 
 def run_bench(
     config: BenchConfig, out: Path, *, llm: LLM, embedder: Embedder, sandbox: Sandbox,
-    console: Console, keep_stores: bool = False,
+    console: Console, keep_stores: bool = False, resume: bool = False,
 ) -> LearningResults:  # fmt: skip
-    """Run, rewriting out/bench_learning.json after every record; the PNG at the end."""
+    """Run, rewriting out/bench_learning.json after every record; the PNG at the end.
+    `resume`: go on from what out/bench_learning.json and out/stores kept (see the module's
+    docstring); they must come from the same config and tasks."""
     found = [load_task(d) for d in discover_tasks(config.task_dirs)]
     tasks = select_tasks(found, fit_budget(config, len(found)), config.per_family)
     if len(tasks) < 2:
@@ -367,10 +405,16 @@ def run_bench(
     )  # fmt: skip
     path = out / "bench_learning.json"
     store_dir = out / "stores" if keep_stores else Path(tempfile.mkdtemp(prefix="bench-stores-"))
+    done: list[RunRecord] = []
+    if resume:
+        results = resumed(results, path, store_dir if keep_stores else None)
+        done = list(results.records)
+        console.print(f"resuming {path}: {len(done)} records kept")
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
     with Progress(*columns, console=console) as progress:
         bar = progress.add_task("bench_learning", total=sum(runs.values()))
+        progress.advance(bar, sum(not r.reused for r in done))
 
         def on_record(rec: RunRecord) -> None:
             results.records.append(rec)
@@ -384,7 +428,7 @@ def run_bench(
 
         bench = LearningBench(config, tasks, llm=llm, embedder=embedder, sandbox=sandbox,
                               store_dir=store_dir, on_record=on_record,
-                              runs_dir=out / "runs")  # fmt: skip
+                              runs_dir=out / "runs", done=done)  # fmt: skip
         try:
             bench.run()
         except KeyboardInterrupt:
@@ -411,18 +455,40 @@ def run_bench(
     return results
 
 
+def resumed(fresh: LearningResults, path: Path, store_dir: Path | None) -> LearningResults:
+    """The results an interrupted bench kept at `path`, to go on from: its records and
+    start, this run's plan. SystemExit when there are none, when they were made with another
+    config or task selection, or when learning records exist but their store was not kept."""
+    if not path.is_file():
+        raise SystemExit(f"--resume: no {path} to go on from")
+    kept = LearningResults.model_validate_json(path.read_text())
+    if kept.config != fresh.config:
+        differ = sorted(k for k in {**kept.config, **fresh.config}
+                        if kept.config.get(k) != fresh.config.get(k))  # fmt: skip
+        raise SystemExit(f"--resume: {path} was run with other settings: {', '.join(differ)}")
+    if kept.tasks != fresh.tasks or kept.orders != fresh.orders:
+        raise SystemExit(f"--resume: {path} was run on other tasks or orders")
+    learned = any(r.condition != "none" for r in kept.records)
+    if learned and (store_dir is None or not store_dir.is_dir()):
+        raise SystemExit(f"--resume: the stores of {path} were not kept (run with --keep-stores)")
+    return fresh.model_copy(
+        update={"records": list(kept.records), "started": kept.started,
+                "resumed": [*kept.resumed, fresh.started]}
+    )  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from agent.app.settings import Settings
     from agent.llm.resolve import resolve_llm
 
-    config, out, keep = parse_args(argv)
+    config, out, keep, resume = parse_args(argv)
     _interrupt_on_signals()
     console = Console(width=None if sys.stdout.isatty() else 160)
     llm = resolve_llm(config.model, Settings.from_env(model=config.model))
     embedder: Embedder = MiniLMEmbedder() if config.embedder == "minilm" else HashEmbedder()
     sandbox = Sandbox(Limits(cpu_s=60))
     results = run_bench(config, out, llm=llm, embedder=embedder, sandbox=sandbox,
-                        console=console, keep_stores=keep)  # fmt: skip
+                        console=console, keep_stores=keep, resume=resume)  # fmt: skip
     return 130 if results.interrupted else 0
 
 

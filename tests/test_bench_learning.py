@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -311,3 +312,66 @@ def test_ctrl_c_before_the_first_run_finished_still_writes_the_results(
     data = json.loads((out / "bench_learning.json").read_text())
     assert results.interrupted and data["records"] == []
     assert (out / "bench_learning.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def outcomes(records: Sequence[RunRecord]) -> list[tuple[object, ...]]:
+    """What a record says about its run, without ids and times (which differ run to run)."""
+    return sorted(
+        (r.condition, r.order, r.position, r.task_id, r.passed, r.first_round_passed, r.rounds,
+         r.tokens, bool(r.recalled_seed), r.lessons_created > 0)
+        for r in records
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("share", [0.3, 0.8])  # before the split, and after it
+def test_an_interrupted_bench_resumes_where_it_stopped_and_ends_as_one_run_would(
+    tmp_path: Path, sandbox: Sandbox, share: float
+) -> None:
+    root = make_tasks(tmp_path / "tasks")
+    config = BenchConfig(task_dirs=(root,), orders=1, embedder="hash", first_pool=1)
+    bench = partial(
+        run_bench, config, embedder=HashEmbedder(), sandbox=sandbox, console=Console(quiet=True)
+    )
+    whole_model = scripted_model()
+    whole = bench(tmp_path / "whole", llm=whole_model, keep_stores=True)
+    out = tmp_path / "out"
+    interrupt_after = int(share * len(whole_model.calls))
+    first = bench(out, llm=scripted_model(interrupt_after=interrupt_after), keep_stores=True)
+    assert first.interrupted and 0 < len(first.records) < len(whole.records)
+    # The frozen store is made at the split: the later interrupt comes after it.
+    assert (out / "stores" / "frozen-s0-o0").is_dir() is (share > 0.5)
+    kept = outcomes(first.records)
+
+    model = scripted_model()
+    again = bench(out, llm=model, keep_stores=True, resume=True)
+    data = json.loads((out / "bench_learning.json").read_text())
+    assert not again.interrupted and not data["interrupted"] and len(data["resumed"]) == 1
+    assert outcomes(again.records) == outcomes(whole.records)
+    assert set(kept) <= set(outcomes(again.records))  # what was recorded stays as it was
+    slots = [(r.condition, r.order, r.position) for r in again.records]
+    assert len(slots) == len(set(slots))  # nothing recorded twice
+    # The store learned each lesson once; the kept runs were not run again.
+    assert (
+        data["audit"]["lessons"]
+        == json.loads((tmp_path / "whole" / "bench_learning.json").read_text())["audit"]["lessons"]
+    )
+    assert len(model.calls) < len(whole_model.calls)
+
+
+def test_resume_refuses_other_settings_and_a_bench_without_its_stores(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    root = make_tasks(tmp_path / "tasks")
+    config = BenchConfig(task_dirs=(root,), orders=1, embedder="hash", first_pool=1)
+    bench = partial(
+        run_bench, embedder=HashEmbedder(), sandbox=sandbox, console=Console(quiet=True)
+    )
+    with pytest.raises(SystemExit, match="no .*bench_learning.json to go on from"):
+        bench(config, tmp_path / "none", llm=scripted_model(), resume=True)
+    bench(config, tmp_path / "out", llm=scripted_model(interrupt_after=5), keep_stores=True)
+    other = config.model_copy(update={"max_rounds": 2})
+    with pytest.raises(SystemExit, match="other settings: max_rounds"):
+        bench(other, tmp_path / "out", llm=scripted_model(), keep_stores=True, resume=True)
+    bench(config, tmp_path / "gone", llm=scripted_model(interrupt_after=5))  # stores not kept
+    with pytest.raises(SystemExit, match="were not kept"):
+        bench(config, tmp_path / "gone", llm=scripted_model(), resume=True)
