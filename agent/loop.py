@@ -296,7 +296,7 @@ class _Run:
         )
         if verified.detail:
             self.emit("reduced", best.round, verified.detail, seconds=time.monotonic() - started)
-        return verified.fields
+        return verified.result_fields()
 
     # -- steps ----------------------------------------------------------------------------
 

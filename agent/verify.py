@@ -15,7 +15,7 @@ check in the sandbox, as the pass was:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agent.candidate import Candidate
@@ -30,11 +30,22 @@ from agent.transplant import failure_fix
 
 @dataclass(frozen=True)
 class Verified:
-    """`RunResult` fields (`verified_files`, `verified_base`, `taken_back`, `failure_fix`)
-    and what to report ("" when nothing was found)."""
+    """What a pass verified, as the `RunResult` fields of the same names, and what to
+    report (`detail`, "" when nothing was found)."""
 
-    fields: dict[str, Any] = field(default_factory=dict)
+    # The digest of the failing candidate the change is relative to; None: nothing verified.
+    verified_base: str | None = None
+    verified_files: dict[str, str] | None = None  # the pass, reduced; None: nothing taken back
+    taken_back: tuple[str, ...] = ()
+    failure_fix: dict[str, str] | None = None
     detail: str = ""
+
+    def result_fields(self) -> dict[str, Any]:
+        """The `RunResult` fields, by name."""
+        return {name: getattr(self, name) for name in RESULT_FIELDS}
+
+
+RESULT_FIELDS = ("verified_base", "verified_files", "taken_back", "failure_fix")
 
 
 def verify_pass(task: Task, sandbox: Sandbox, before: Candidate, failure: Feedback,
@@ -60,13 +71,16 @@ def verify_pass(task: Task, sandbox: Sandbox, before: Candidate, failure: Feedba
         return Verified(detail=f"not verified: {type(exc).__name__}: {exc}"[:300])
     if not reduction.taken_back and fix is None:
         return Verified()
-    fields: dict[str, Any] = {"verified_base": before.digest()}
     details = []
     if reduction.taken_back:
-        fields |= {"verified_files": reduction.files, "taken_back": reduction.taken_back}
         details.append(f"took back {'; '.join(reduction.taken_back)} ({reduction.checks} checks)")
     if fix is not None:
-        fields["failure_fix"] = fix
         spent = checks - reduction.checks
         details.append(f"the failure's own fix: {failure.location} ({spent} checks)")
-    return Verified(fields, "; ".join(details))
+    return Verified(
+        verified_base=before.digest(),
+        verified_files=reduction.files if reduction.taken_back else None,
+        taken_back=reduction.taken_back,
+        failure_fix=fix,
+        detail="; ".join(details),
+    )

@@ -18,7 +18,7 @@ from agent.loop import LoopConfig, ReflectiveAgent
 from agent.sandbox import ExecResult, Sandbox
 from agent.task import Task, load_task
 from agent.transplant import Judge, failure_fix
-from agent.verify import verify_pass
+from agent.verify import Verified, verify_pass
 from memory.types import NullRecall
 from retrospectives.extract import Retrospective
 from retrospectives.facts import failure_steps
@@ -243,8 +243,8 @@ def test_verify_pass_keeps_the_fix_when_nothing_is_taken_back(tmp_path: Path) ->
     failing, passing = (Candidate(files={"solution.py": s}, text="") for s in (FAILING, PASSING))
     sandbox = Sandbox(Limits(cpu_s=10))
     got = verify_pass(sum_task(tmp_path), sandbox, failing, CRASHED, passing, budget=2)
-    assert set(got.fields) == {"verified_base", "failure_fix"}
-    assert got.fields["verified_base"] == failing.digest()
+    assert got.verified_base == failing.digest() and got.failure_fix is not None
+    assert got.verified_files is None and got.taken_back == ()
     assert "solution.py:4 (1 checks)" in got.detail
 
 
@@ -264,4 +264,5 @@ def test_a_sandbox_that_breaks_after_the_pass_leaves_nothing_verified(tmp_path: 
     sandbox = BreakingSandbox(Limits(cpu_s=10))
     sandbox.broken = True
     got = verify_pass(sum_task(tmp_path), sandbox, failing, CRASHED, passing, budget=8)
-    assert got.fields == {} and got.detail == "not verified: SandboxError: bwrap vanished"
+    assert got.result_fields() == Verified().result_fields()  # nothing verified
+    assert got.verified_base is None and got.detail == "not verified: SandboxError: bwrap vanished"
