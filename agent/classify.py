@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from agent.container import SANDBOX_TASK_DIR
-from agent.evidence import shape_verdict
+from agent.evidence import named_keys
 from agent.feedback import Feedback, FeedbackKind
 from agent.sandbox import ExecResult
 from agent.workspace import SANDBOX_WORKSPACE
@@ -121,10 +121,10 @@ def program_wrote(written: dict[str, str], message: str) -> str | None:
     (`result.json is not valid JSON`, `result.json: missing key 'x'`), quoted; None when it
     names none, or only a value inside it (`result.json['x']: wrong value`): such a check
     already says what it read there. A verdict on the shape inside it
-    (`result.json['x']: unexpected key 'sum'`, `agent.evidence.shape_verdict`) does not: the
+    (`result.json['x']: unexpected key 'sum'`, `agent.evidence.named_keys`) does not: the
     keys the program wrote are what the refiner compares with the task's. A name without a
     suffix ('out') is too likely a word."""
-    inside = "" if shape_verdict(message) else r"\["
+    inside = "" if named_keys(message) else r"\["
     named = [
         f"{name}: {head!r}"
         for name, head in written.items()

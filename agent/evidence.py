@@ -19,12 +19,14 @@ value that occurs in an input file, the feedback also shows, from that file:
 - anything else: the first lines that contain it;
 - a decoding error at byte position N: the raw bytes around N;
 - a check's verdict on wrong values: also the rows that repeat an earlier row exactly;
-- a check's verdict on the output's shape, which names a key of its own ("missing key
-  'avg'", "unexpected key 'sum'"): that key only. The keys of its path ('sodium' in
-  `result.json['sodium']: unexpected key 'sum'`) and the data's profile say nothing about
-  a key the program added or left out. Shown, they sent the 1.5B back to the group's
-  decimal commas (`scripts/refine_probe.py`: 3 of 4 answers' fixes); without them it
-  changes other things, and still leaves the key (0 of 4 either way).
+- a check's verdict on the keys inside a group's object (`result.json['sodium']:
+  unexpected key 'sum'`, "missing key 'avg'"): what the input says of those keys only. The
+  group's rows, the data's profile and repeated rows say nothing about a field the program
+  added or left out; shown, they sent the 1.5B back to the group's decimal commas
+  (`scripts/refine_probe.py`: 3 of 4 answers' fixes; without them it changes other things
+  and still leaves the key, 0 of 4 either way). A missing or unexpected key at the top
+  (`result.json: missing key 'C-01'`) is often a group the program misread (an encoding,
+  a repeated row) and keeps all of it.
 
 Only the task's workspace (the program's own inputs) is read, never the task directory,
 which holds what the checker compares against.
@@ -78,7 +80,7 @@ def input_evidence(
         (path.relative_to(workspace), text, [] if is_json(text) else csv_rows(text))
         for path, text in ((p, raw.decode("utf-8", errors="replace")) for p, raw in files)
     ]
-    named = _named_keys(message) if check_failed else []
+    named = _keys_inside(message) if check_failed else []
     got = _GOT.search(message) if check_failed else None
     stray = _stray_value(_literal(got.group(1)), files, workspace) if got else None
     quoted: Quoted = (
@@ -108,19 +110,30 @@ def input_evidence(
 
 # A string value a check says the program wrote: `got "Rsti"`, `got 'north '`.
 _GOT = re.compile(r"""\bgot ('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")""")
-# A key a check's verdict is about: `missing key 'avg'`, `unexpected keys "sum"`.
-_NAMED_KEY = re.compile(r"""\bkeys? ('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")""")
+# A verdict on an output's keys: `missing key 'avg'`, `unexpected keys: "a", "b"`.
+_SHAPE = re.compile(r"\b(?:missing|unexpected|extra|unknown|additional)\s+keys?\b:?")
+_KEY_LIST = re.compile(r"""\s*(?:,|\band\b)?\s*('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")""")
 
 
-def _named_keys(message: str) -> list[str]:
-    """The keys a verdict on the output's shape names as its subject, in order."""
-    found = (_literal(m.group(1)) for m in _NAMED_KEY.finditer(message))
-    return list(dict.fromkeys(v for v in found if v and v.strip()))
+def named_keys(message: str | None) -> list[str]:
+    """The keys a verdict on an output's shape names as missing or unexpected, in order;
+    [] for any other message."""
+    found: list[str] = []
+    for verdict in _SHAPE.finditer(message or ""):
+        at = verdict.end()
+        while listed := _KEY_LIST.match(message or "", at):
+            if (key := _literal(listed.group(1))) and key.strip() and key not in found:
+                found.append(key)
+            at = listed.end()
+    return found
 
 
-def shape_verdict(message: str | None) -> bool:
-    """Is a check's verdict about the output's shape: does it name a key it is about?"""
-    return bool(_named_keys(message or ""))
+def _keys_inside(message: str) -> list[str]:
+    """The keys a shape verdict names inside a group's object (its message quotes a path:
+    `result.json['sodium']: unexpected key 'sum'`); [] at the top or for another verdict."""
+    named = named_keys(message)
+    inside = any(_as_key(v, message) for v in _literals(message) if v not in named)
+    return named if inside else []
 
 
 def _stray_value(value: str | None, files: list[tuple[Path, bytes]], ws: Path) -> str | None:
@@ -274,8 +287,8 @@ def data_evidence(
     found = input_evidence(message, workspace, check_failed=check_failed)
     if found and not check_failed:
         return found  # a crash's own values: no profile needed
-    if check_failed and shape_verdict(message):
-        return found  # a key added or left out: what the data shows is the key's, if any
+    if check_failed and _keys_inside(message or ""):
+        return found  # a field added or left out: what the data shows is the key's, if any
     profile = input_profile(workspace)
     repeats = [line for line in profile if line.startswith(REPEATS)]
     shown = repeats if check_failed else []

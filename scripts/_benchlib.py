@@ -409,7 +409,9 @@ class LearningResults(BaseModel):
     started: float
     finished: float | None = None
     interrupted: bool = False
-    resumed: list[float] = []  # when an interrupted run was resumed (`--resume`)
+    # Each time an interrupted run was resumed (`--resume`): when it had stopped, when it went
+    # on; `finished - started` then includes the time between.
+    resumed: list[tuple[float | None, float]] = []
     png: str = "bench_learning.png"
     records: list[RunRecord] = []
     summary: Summary | None = None

@@ -407,9 +407,11 @@ def run_bench(
     store_dir = out / "stores" if keep_stores else Path(tempfile.mkdtemp(prefix="bench-stores-"))
     done: list[RunRecord] = []
     if resume:
-        results = resumed(results, path, store_dir if keep_stores else None)
+        results = resumed(results, path, store_dir if keep_stores else None, out / "runs")
         done = list(results.records)
         console.print(f"resuming {path}: {len(done)} records kept")
+    elif keep_stores and store_dir.exists() and any(store_dir.iterdir()):
+        raise SystemExit(f"{store_dir} holds an earlier run's stores: --resume, or another --out")
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
     with Progress(*columns, console=console) as progress:
@@ -455,10 +457,13 @@ def run_bench(
     return results
 
 
-def resumed(fresh: LearningResults, path: Path, store_dir: Path | None) -> LearningResults:
+def resumed(
+    fresh: LearningResults, path: Path, store_dir: Path | None, runs_dir: Path
+) -> LearningResults:
     """The results an interrupted bench kept at `path`, to go on from: its records and
     start, this run's plan. SystemExit when there are none, when they were made with another
-    config or task selection, or when learning records exist but their store was not kept."""
+    config or task selection, when learning records exist but their store was not kept, or
+    when a run without memory that later positions reuse left no trajectory in `runs_dir`."""
     if not path.is_file():
         raise SystemExit(f"--resume: no {path} to go on from")
     kept = LearningResults.model_validate_json(path.read_text())
@@ -471,9 +476,14 @@ def resumed(fresh: LearningResults, path: Path, store_dir: Path | None) -> Learn
     learned = any(r.condition != "none" for r in kept.records)
     if learned and (store_dir is None or not store_dir.is_dir()):
         raise SystemExit(f"--resume: the stores of {path} were not kept (run with --keep-stores)")
+    lost = [f"none-{r.seed}-{r.task_id}.json" for r in kept.records
+            if r.condition == "none" and not r.reused
+            and not (runs_dir / f"none-{r.seed}-{r.task_id}.json").is_file()]  # fmt: skip
+    if lost:
+        raise SystemExit(f"--resume: {runs_dir} lacks {', '.join(lost)}, which later runs reuse")
     return fresh.model_copy(
         update={"records": list(kept.records), "started": kept.started,
-                "resumed": [*kept.resumed, fresh.started]}
+                "resumed": [*kept.resumed, (kept.finished, fresh.started)]}
     )  # fmt: skip
 
 

@@ -8,12 +8,12 @@ check result and did not fix it. This rebuilds that request from a kept run
 (`bench_learning.py --keep-stores --out DIR` keeps DIR/runs/*.json, each an
 `agent.result.RunResult`): the candidate round ROUND repaired, the check result it was
 shown (`recorded`), or that candidate checked again in the sandbox by today's code
-(`current`, the default: what a change to the feedback would show it), the fixes tried
-before, and the refiner prompt as the loop renders it (`agent.search.refiner_messages`; no
-lessons: a run's recalled lessons are not kept with it). Then one greedy and K hot answers
-(temperature 0.8, seeds 1..K), each checked in the sandbox with the task's check. Prints the
-feedback shown and one line per answer; `--out` appends them as JSON lines. Runs the
-model: one at a time.
+(`current`, the default: what a change to the feedback would show it), the fixes the
+earlier rounds' chosen candidates tried, and the refiner prompt as the loop renders it
+(`agent.search.refiner_messages`; no lessons: a run's recalled lessons are not kept with
+it). Then one greedy and K hot answers (temperature 0.8, seeds 1..K), each checked in the
+sandbox with the task's check. Prints the feedback shown and one line per answer; `--out`
+appends them as JSON lines. Runs the model: one at a time.
 """
 
 from __future__ import annotations
@@ -56,26 +56,29 @@ def main(argv: list[str] | None = None) -> int:
     run = RunResult.model_validate_json(a.run.read_text())
     rounds = {r.round: r for r in run.rounds}
     probed = rounds.get(a.round)
-    if probed is None or probed.action != "refine" or probed.repairs not in rounds:
+    repairs = probed.base_round if probed is not None else None
+    if repairs is None or repairs not in rounds:
         raise SystemExit(f"round {a.round} of {a.run} is no recorded repair")
-    base = rounds[probed.repairs]
+    base = rounds[repairs]
     task = load_task(a.tasks / run.task_id)
     sandbox = Sandbox(Limits(cpu_s=60))
     checks = base.checks
     if a.feedback == "current":
         checks = (execute(task, base.candidate.files, sandbox=sandbox),)
     verdict = checks[-1]
+    # The fixes the chosen candidates of the rounds before tried (the loop also lists the
+    # notes of the other draws of their pools, which a run does not keep).
     tried = [r.candidate.fix_note for r in run.rounds[1 : a.round - 1] if r.candidate.fix_note]
     messages = refiner_messages(
         task,
         base.candidate,
         checks,
-        probed.repairs,
+        repairs,
         tried=list(dict.fromkeys(tried)),
         lessons="",
         inputs=task.workspace_files(),
     )
-    print(f"{run.task_id} round {a.round} repairs round {probed.repairs}; {a.feedback} feedback:")
+    print(f"{run.task_id} round {a.round} repairs round {repairs}; {a.feedback} feedback:")
     print(verdict.compressed())
 
     settings = Settings.from_env(model=a.model)

@@ -345,7 +345,9 @@ def test_an_interrupted_bench_resumes_where_it_stopped_and_ends_as_one_run_would
     model = scripted_model()
     again = bench(out, llm=model, keep_stores=True, resume=True)
     data = json.loads((out / "bench_learning.json").read_text())
-    assert not again.interrupted and not data["interrupted"] and len(data["resumed"]) == 1
+    assert not again.interrupted and not data["interrupted"]
+    [(stopped, went_on)] = data["resumed"]
+    assert first.finished == stopped and first.finished < went_on
     assert outcomes(again.records) == outcomes(whole.records)
     assert set(kept) <= set(outcomes(again.records))  # what was recorded stays as it was
     slots = [(r.condition, r.order, r.position) for r in again.records]
@@ -375,3 +377,11 @@ def test_resume_refuses_other_settings_and_a_bench_without_its_stores(
     bench(config, tmp_path / "gone", llm=scripted_model(interrupt_after=5))  # stores not kept
     with pytest.raises(SystemExit, match="were not kept"):
         bench(config, tmp_path / "gone", llm=scripted_model(), resume=True)
+    # Without --resume, an --out with an earlier run's stores is refused, not reused.
+    with pytest.raises(SystemExit, match="holds an earlier run's stores"):
+        bench(config, tmp_path / "out", llm=scripted_model(), keep_stores=True)
+    # A run without memory that later positions reuse must have left its trajectory.
+    for kept in (tmp_path / "out" / "runs").glob("none-*.json"):
+        kept.unlink()
+    with pytest.raises(SystemExit, match="lacks none-0-"):
+        bench(config, tmp_path / "out", llm=scripted_model(), keep_stores=True, resume=True)

@@ -11,7 +11,7 @@ from agent.evidence import (
     crashed_on_missing,
     data_evidence,
     input_evidence,
-    shape_verdict,
+    named_keys,
 )
 from agent.llm.scripted import ScriptedLLM
 from agent.profile import input_profile, input_symbols
@@ -768,32 +768,47 @@ def test_a_value_a_cell_holds_with_spaces_or_in_another_case_is_not_stray(tmp_pa
         assert "no input cell holds" not in (input_evidence(verdict, ws, check_failed=True) or "")
 
 
-def test_a_verdict_on_the_output_s_shape_shows_only_what_the_input_says_of_its_key(
+def test_a_verdict_on_the_keys_inside_a_group_shows_only_what_the_input_says_of_them(
     tmp_path: Path,
 ) -> None:
     """decimal_comma_02 on the 1.5B: every value right and an extra key 'sum' under each
     analyte. The evidence listed the sodium rows' decimal commas (the path's group) and the
     refiner went back to the commas, twice, leaving 'sum' in place."""
     rows = "sample_id\tanalyte\tvalue\nS1\tsodium\t135,30\nS2\tglucose\t4,1\nS2\tglucose\t4,1\n"
-    rows += "S3\tsodium\t141,14\n"
+    rows += "S3\tsodium\t141,14\nS4\tsodium\t141,14\nS5\tglucose\t4,1\nS5\tglucose\t4,1\n"
     ws = workspace(tmp_path, {"lab.tsv": rows})
+    assert any(line.startswith("rows that repeat") for line in input_profile(ws))
     extra = "result.json['sodium']: unexpected key 'sum'"
     assert input_evidence(extra, ws, check_failed=True) is None
     assert data_evidence(extra, ws, check_failed=True) is None  # no profile, no repeats
+    nested = "result.json['glucose']: missing key 'value'"
+    assert data_evidence(nested, ws, check_failed=True) == (
+        "values of column 'value' in lab.tsv (3 of 3 distinct, varied formats first): "
+        "'135,30', '4,1', '141,14'; as numbers: '135,30' is 135.30 (',' marks decimals)"
+    )
     # The same path over a wrong value: the group's rows, as before.
     wrong = "result.json['sodium']['avg']: wrong value, got 1.3 (too low)"
     assert "rows of lab.tsv whose 'analyte' is 'sodium'" in (
         data_evidence(wrong, ws, check_failed=True) or ""
     )
-    # A key the shape names that the input holds: its column, and no group's rows.
-    missing = "result.json: missing key 'sodium'"
-    assert data_evidence(missing, ws, check_failed=True) == (
-        "values of column 'analyte' in lab.tsv (2 of 2 distinct, varied formats first): "
-        "'sodium', 'glucose'"
-    )
-    nested = "result.json['glucose']: missing key 'value'"
-    assert (data_evidence(nested, ws, check_failed=True) or "").startswith(
-        "values of column 'value' in lab.tsv"
-    )
-    assert shape_verdict(extra) and shape_verdict('out.json: unexpected keys "a", "b"')
-    assert not shape_verdict(wrong) and not shape_verdict(None)
+    # A key missing at the top is often a group misread: all of it, repeated rows included.
+    top = data_evidence("result.json: missing key 'sodium'", ws, check_failed=True) or ""
+    assert top.startswith("values of column 'analyte' in lab.tsv") and "rows that repeat" in top
+
+
+@pytest.mark.parametrize(
+    ("message", "keys"),
+    [
+        ("result.json['a']: unexpected key 'sum'", ["sum"]),
+        ("result.json: missing keys: 'avg', 'sum'", ["avg", "sum"]),
+        ('out.json: unexpected keys "a", "b" and "c"', ["a", "b", "c"]),
+        ("result.json: extra key 'x'; missing key 'y'", ["x", "y"]),
+        # "key" in another sense: no verdict on the output's keys.
+        ("result.json: total of key 'C-01' is wrong, got 812.4 (too high)", []),
+        ("result.json: not sorted by key 'date'", []),
+        ("result.json['rows'][0]: wrong value, got \"primary key 'id'\"", []),
+        ("KeyError: 'sum'", []),
+    ],
+)
+def test_the_keys_a_verdict_on_the_output_s_shape_names(message: str, keys: list[str]) -> None:
+    assert named_keys(message) == keys
