@@ -29,9 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agent.candidate import parse_candidate
 from agent.checks import execute
 from agent.container import Limits
+from agent.imports import complete_imports
 from agent.result import RunResult
 from agent.sandbox import Sandbox
 from agent.search import refiner_messages
+from agent.splice import programs_of, splice_repair
 from agent.task import load_task
 
 HOT = 0.8
@@ -90,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         completion = llm.complete(
             messages, temperature=temperature, max_tokens=a.max_tokens, seed=draw
         )
-        candidate = parse_candidate(completion.text, task.output)
+        # As the loop's repair step makes a candidate of an answer (`agent.loop`): fragments
+        # completed from the repaired program, forgotten standard-library imports added.
+        answer = parse_candidate(completion.text, task.output)
+        candidate = complete_imports(splice_repair(base.candidate, answer, programs_of(task)))
         if all(name in candidate.files for name in task.output):
             feedback = execute(task, candidate.files, sandbox=sandbox)
             kind, credit, said = feedback.kind, feedback.credit, feedback.summary

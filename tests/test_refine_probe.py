@@ -56,7 +56,9 @@ def test_a_recorded_repair_is_asked_again_and_each_answer_checked(
         result.model_copy(update={"rounds": (result.rounds[0], second)}).model_dump_json()
     )
     replies = tmp_path / "replies.json"
-    replies.write_text(json.dumps([fix(EXTRA, "keep it"), fix(RIGHT, "drop the key 'sum'")]))
+    # The right answer forgets `import json`: the loop's repair step adds it, so does the probe.
+    forgot = RIGHT.replace("import csv, json", "import csv")
+    replies.write_text(json.dumps([fix(EXTRA, "keep it"), fix(forgot, "drop the key 'sum'")]))
     out = tmp_path / "probe.jsonl"
     argv = [str(record), "--round", "2", "--k", "1", "--tasks", str(tmp_path / "tasks")]
     assert main([*argv, "--model", f"scripted:{replies}", "--out", str(out)]) == 0
