@@ -30,6 +30,17 @@ def critique(passed: bool, score: int, feedback: str = "", issues: tuple[str, ..
     )
 
 
+def write_task_dir(task_dir: Path, *, inputs: dict[str, str], checker: str, toml: str) -> Path:
+    """A task directory on disk: `inputs` in its workspace, `checker` as check.py, `toml`
+    as task.toml."""
+    (task_dir / "workspace").mkdir(parents=True)
+    for name, body in inputs.items():
+        (task_dir / "workspace" / name).write_text(body)
+    (task_dir / "check.py").write_text(checker)
+    (task_dir / "task.toml").write_text(toml)
+    return task_dir
+
+
 def make_task(
     tmp_path: Path,
     *,

@@ -10,7 +10,7 @@ import pytest
 from agent.llm.scripted import ScriptedLLM
 from agent.task import load_task
 from scripts.refine_probe import main
-from tests.helpers import GEN, REFINE, code, fix
+from tests.helpers import GEN, REFINE, code, fix, write_task_dir
 from tests.test_loop import agent_for
 
 # Reads a.csv, writes {'a': {'n': 2, 'sum': 3}}; the check wants {'a': {'n': 2}}.
@@ -29,16 +29,14 @@ CHECKER = (
 
 
 def trap_dir(root: Path) -> Path:
-    task = root / "tasks" / "extra_key"
-    (task / "workspace").mkdir(parents=True)
-    (task / "workspace" / "a.csv").write_text("id,a\n1,a\n2,a\n")
-    (task / "check.py").write_text(CHECKER)
-    (task / "task.toml").write_text(
-        'goal = "Count the rows of a.csv into out.json: {\\"a\\": {\\"n\\": 2}}"\n'
+    return write_task_dir(
+        root / "tasks" / "extra_key",
+        inputs={"a.csv": "id,a\n1,a\n2,a\n"},
+        checker=CHECKER,
+        toml='goal = "Count the rows of a.csv into out.json: {\\"a\\": {\\"n\\": 2}}"\n'
         'output = ["solution.py"]\nrun = "python solution.py"\n'
-        'check = "python \\"$TASK_DIR/check.py\\""\ntimeout_s = 20\n'
+        'check = "python \\"$TASK_DIR/check.py\\""\ntimeout_s = 20\n',
     )
-    return task
 
 
 def test_a_recorded_repair_is_asked_again_and_each_answer_checked(

@@ -23,7 +23,7 @@ from memory.types import NullRecall
 from retrospectives.extract import Retrospective
 from retrospectives.facts import failure_steps
 from scripts import replay_fixes
-from tests.helpers import GEN, REFINE, code, fix, make_task
+from tests.helpers import GEN, REFINE, code, fix, make_task, write_task_dir
 
 # The failing program: '2,31' crashes line 4, and the total it writes is wrong too.
 FAILING = """import json
@@ -163,13 +163,12 @@ def test_replay_fixes_finds_the_fix_of_a_kept_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tasks = tmp_path / "tasks"
-    task_dir = tasks / "sum_values"
-    (task_dir / "workspace").mkdir(parents=True)
-    (task_dir / "workspace" / "input.txt").write_text("a;2,31\nb;2,21\n")
-    (task_dir / "check.py").write_text(CHECK)
-    (task_dir / "task.toml").write_text(
-        'goal = "Sum the values of input.txt"\noutput = ["solution.py"]\n'
-        'check = "python solution.py && python \\"$TASK_DIR/check.py\\""\n'
+    task_dir = write_task_dir(
+        tasks / "sum_values",
+        inputs={"input.txt": "a;2,31\nb;2,21\n"},
+        checker=CHECK,
+        toml='goal = "Sum the values of input.txt"\noutput = ["solution.py"]\n'
+        'check = "python solution.py && python \\"$TASK_DIR/check.py\\""\n',
     )
     agent = ReflectiveAgent(
         ScriptedLLM.by_system({GEN: [code(FAILING)], REFINE: [fix(PASSING, "read the comma")]}),
