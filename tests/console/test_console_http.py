@@ -241,3 +241,27 @@ def test_health_figures_are_computed_in_the_background_and_recomputed_on_request
     again = data.recompute_hygiene(wait_s=30)
     assert again.computed_at is not None and again.computed_at >= computed.computed_at  # type: ignore[operator]
     assert not again.running
+
+
+def test_a_run_page_shows_what_its_pass_verified(
+    data: ConsoleData, memory: Memory, tmp_path: Path
+) -> None:
+    from tests.console.test_console_trajectory import verified_run
+
+    result = verified_run().model_copy(update={"run_id": "r-verified"})
+    memory.record_run(result.run_id, task_id=result.task_id, goal=result.goal, scope="ops")
+    run_dir = tmp_path / "runs" / result.run_id
+    run_dir.mkdir(parents=True)
+    (run_dir / "trajectory.json").write_text(result.model_dump_json())
+    page = client(data).get(f"/runs/{result.run_id}").text
+    verified = page[page.index('<section id="verified">') : page.index("<h2>Trajectory</h2>")]
+    assert "It repaired round 1, which failed" in verified
+    assert "The failure's own fix" in verified and "+++ fixed/solution.py" in verified
+    assert "taken back: line 4 of solution.py" in verified
+    assert "lstrip(&#39;$&#39;)" in verified  # the fix, escaped
+    # A run whose pass verified nothing has no such section.
+    plain = verified_run().model_copy(update={"run_id": "r-plain", "verified_base": None})
+    memory.record_run(plain.run_id, task_id=plain.task_id, goal=plain.goal, scope="ops")
+    (tmp_path / "runs" / plain.run_id).mkdir()
+    (tmp_path / "runs" / plain.run_id / "trajectory.json").write_text(plain.model_dump_json())
+    assert 'id="verified"' not in client(data).get(f"/runs/{plain.run_id}").text

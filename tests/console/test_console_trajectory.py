@@ -6,10 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from agent.app.console.trajectory import TrajectoryError, diff_files, load, rounds
+from agent.app.console.trajectory import TrajectoryError, diff_files, load, rounds, verified
 from agent.candidate import Candidate
-from agent.result import PoolEntry
-from tests.retro.builders import CRASH, GOOD, OK, VALUE_ERROR, candidate, record, run
+from agent.result import PoolEntry, RunResult
+from tests.retro.builders import (
+    CRASH,
+    GOOD,
+    OK,
+    VALUE_ERROR,
+    candidate,
+    fixed_once,
+    record,
+    run,
+)
 
 
 def test_first_round_shows_whole_files_later_rounds_the_change() -> None:
@@ -84,3 +93,52 @@ def test_a_missing_or_broken_trajectory_says_why(tmp_path: Path) -> None:
     (tmp_path / "trajectory.json").write_text("{not json")
     with pytest.raises(TrajectoryError, match="cannot be read"):
         load(tmp_path)
+
+
+# Round 2's pass also added a print the check does not need: the reduction took it back.
+NOISY = GOOD + "\nprint('debug', len(rows))"
+
+
+def verified_run() -> RunResult:
+    failing = candidate(CRASH)
+    return run(
+        record(1, failing, VALUE_ERROR), record(2, candidate(NOISY, "strip"), OK)
+    ).model_copy(
+        update={
+            "verified_base": failing.digest(),
+            "verified_files": {"solution.py": GOOD},
+            "taken_back": ("line 4 of solution.py",),
+            "failure_fix": {"solution.py": GOOD},
+        }
+    )
+
+
+def test_what_the_pass_verified_is_diffed_from_the_failure_it_repaired() -> None:
+    view = verified(verified_run())
+    assert view is not None
+    assert view.repaired == "round 1" and view.failure.kind == "runtime_error"
+    assert view.taken_back == ("line 4 of solution.py",)
+    (change,) = view.change
+    assert change.lines[:2] == ("--- round 1/solution.py", "+++ the pass/solution.py")
+    added = [ln for ln in change.lines if ln.startswith("+") and not ln.startswith("+++")]
+    assert added == ["+total = sum(float(r[1].strip().lstrip('$')) for r in rows)"]  # no print
+    (fix,) = view.failure_fix
+    assert fix.lines[1] == "+++ fixed/solution.py"
+
+
+def test_a_round_one_pass_is_verified_from_the_nearest_failing_draw() -> None:
+    nearest = record(1, candidate(CRASH), VALUE_ERROR)
+    passed = run(record(1, candidate(GOOD), OK)).model_copy(
+        update={"first_failure": nearest, "verified_base": nearest.candidate.digest()}
+    )
+    view = verified(passed)
+    assert view is not None and view.repaired == "round 1's nearest failing draw"
+    assert view.failure_fix == () and view.taken_back == ()
+
+
+def test_nothing_verified_shows_nothing() -> None:
+    assert verified(fixed_once()) is None  # nothing verified: no view
+    unknown = verified_run().model_copy(update={"verified_base": "not-a-digest"})
+    assert verified(unknown) is None
+    failed = verified_run().model_copy(update={"passed": False})
+    assert verified(failed) is None

@@ -301,6 +301,7 @@ class ConsoleData:
             trajectory_error=None,
             stop_reason=result.stop_reason,
             rounds=trajectory.rounds(result),
+            verified=trajectory.verified(result),
         )
 
     # -- health --------------------------------------------------------------------------

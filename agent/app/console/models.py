@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.app.console.trajectory import RoundView
+from agent.app.console.trajectory import RoundView, VerifiedView
 from agent.app.report import LearningRun, RecallRun
 from memory.curate import LessonStats
 from memory.lift import LessonLift, ReviewFlag
@@ -134,6 +134,7 @@ class RunDetail(_Frozen):
     trajectory_error: str | None  # why there is no trajectory
     stop_reason: str | None
     rounds: tuple[RoundView, ...]
+    verified: VerifiedView | None = None  # what the pass verified, for the lesson
 
 
 class Hygiene(_Frozen):

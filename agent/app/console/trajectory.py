@@ -49,6 +49,20 @@ class RoundView(BaseModel):
     pool: tuple[PoolEntry, ...]
 
 
+class VerifiedView(BaseModel):
+    """What a pass verified (`agent.verify`): the failing candidate it repaired, the change
+    that turned it into a pass with what the pass did not need taken back, and the
+    failure's own fix when one was found; each a diff from the failing candidate."""
+
+    model_config = ConfigDict(frozen=True)
+
+    repaired: str  # "round 1", "round 1's nearest failing draw"
+    failure: Feedback
+    change: tuple[FileDiff, ...]
+    taken_back: tuple[str, ...]
+    failure_fix: tuple[FileDiff, ...]
+
+
 class TrajectoryError(ValueError):
     """A run directory without a readable trajectory.json."""
 
@@ -65,7 +79,10 @@ def load(run_dir: Path) -> RunResult:
 
 
 def diff_files(
-    before: Candidate | None, after: Candidate, label: str = "round before"
+    before: Candidate | None,
+    after: Candidate,
+    label: str = "round before",
+    after_label: str = "this round",
 ) -> tuple[FileDiff, ...]:
     """Unified diffs of each file `after` holds (and files it dropped), vs `before`."""
     old = before.files if before is not None else {}
@@ -76,7 +93,7 @@ def diff_files(
         if a == b:
             continue
         lines = list(
-            difflib.unified_diff(a, b, f"{label}/{name}", f"this round/{name}", lineterm="")
+            difflib.unified_diff(a, b, f"{label}/{name}", f"{after_label}/{name}", lineterm="")
         )
         cut = len(lines) > _MAX_DIFF_LINES
         diffs.append(FileDiff(name=name, lines=tuple(lines[:_MAX_DIFF_LINES]), truncated=cut))
@@ -111,3 +128,31 @@ def rounds(result: RunResult) -> tuple[RoundView, ...]:
             )
         )
     return tuple(views)
+
+
+def verified(result: RunResult) -> VerifiedView | None:
+    """What the run's pass verified; None when it verified nothing (no pass, a greedy
+    first-round pass, nothing to take back and no failure's fix) or the failing candidate
+    is not in the trajectory."""
+    if not result.passed or result.verified_base is None:
+        return None
+    attempts = [a for a in result.attempts if a.candidate.digest() == result.verified_base]
+    if not attempts:
+        return None
+    base = attempts[0]
+    nearest = base is result.first_failure
+    label = "round 1's nearest failing draw" if nearest else f"round {base.round}"
+    passing = result.best
+    after = passing.model_copy(update={"files": result.verified_files or passing.files})
+    fix = (
+        diff_files(base.candidate, Candidate(files=result.failure_fix, text=""), label, "fixed")
+        if result.failure_fix is not None
+        else ()
+    )
+    return VerifiedView(
+        repaired=label,
+        failure=base.feedback,
+        change=diff_files(base.candidate, after, label, "the pass"),
+        taken_back=result.taken_back,
+        failure_fix=fix,
+    )
