@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from agent.task import Task
 
 _NO_FILES = "no output file"
+# Verdicts of a program stopped by a limit: where it got is unknown.
+_STOPPED = ("timeout", "resource_error")
 
 
 @dataclass
@@ -286,10 +288,15 @@ class RoundSearch:
         everywhere: paired with the best ranked draw, the 1.5B's demo lesson was a 21-line
         rewrite). It becomes the pass's base (its change is reduced and verified like a
         refinement's) and is returned as the round it would have been alone
-        (`RunResult.first_failure`); `first` is round 1's record, `pool` its draws."""
+        (`RunResult.first_failure`); `first` is round 1's record, `pool` its draws. A draw
+        stopped by a time or resource limit says nothing of where its program got (on a
+        shared machine it may be the load), so it stands for the failure only when every
+        failing draw was stopped so."""
         if not (first.feedback.passed and first.origin == "sample"):
             return None
         failing = [k for k, (_, checks, _) in enumerate(pool.drawn) if not checks[-1].passed]
+        ran = [k for k in failing if pool.drawn[k][1][-1].kind not in _STOPPED]
+        failing = ran or failing
 
         def nearest(k: int) -> tuple[int, Rank, int]:
             candidate, checks, _ = pool.drawn[k]

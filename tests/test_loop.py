@@ -638,6 +638,26 @@ def test_a_round_one_pass_is_paired_with_the_best_ranked_of_equally_near_draws(
     assert result.first_failure.feedback.kind == "check_failed"
 
 
+def test_a_draw_stopped_by_the_time_limit_stands_for_the_failure_only_when_all_were(
+    tmp_path: Path,
+) -> None:
+    # The timed-out draw is the nearest to the pass (two lines more), the crash three lines
+    # away: a timeout says nothing of where its program got, so the crash is the failure.
+    hang = GOOD + "\nimport time\nwhile True: time.sleep(0.05)"
+    crash = GOOD.replace("import json", "import json\nx = {}['missing']\ny = 1\nz = 2")
+    task = make_task(tmp_path).model_copy(update={"timeout_s": 1.0})
+    llm = ScriptedLLM.by_system({GEN: [code(hang), code(crash), code(GOOD)]})
+    result = agent_for(llm, tmp_path, first_pool=3).run(task)
+    assert [e.kind for e in result.rounds[0].pool] == ["timeout", "runtime_error", "success"]
+    assert result.first_failure is not None
+    assert result.first_failure.feedback.kind == "runtime_error"
+    # Only timed-out draws failed: the nearest of them is the failure after all.
+    (tmp_path / "again").mkdir()
+    llm = ScriptedLLM.by_system({GEN: [code(hang), code(GOOD)]})
+    result = agent_for(llm, tmp_path / "again", first_pool=2).run(task)
+    assert result.first_failure is not None and result.first_failure.feedback.kind == "timeout"
+
+
 # A program that meets the input's '$' amounts as a naive one does; one that counts into a
 # dict it never set up (a KeyError quoting a value of the input, the program's own bug).
 DATA_CRASH = "import json\njson.dump(float(open('amounts.csv').read().split()[1]), open('o', 'w'))"
