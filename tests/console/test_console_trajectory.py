@@ -142,3 +142,20 @@ def test_nothing_verified_shows_nothing() -> None:
     assert verified(unknown) is None
     failed = verified_run().model_copy(update={"passed": False})
     assert verified(failed) is None
+
+
+def test_a_pass_that_repaired_a_runner_up_says_so() -> None:
+    # The verified change is from round 1's runner-up, not its chosen program: the section
+    # names it as the trajectory below does.
+    runner_up = candidate(CRASH.replace("float(r[1])", "int(r[1])"))
+    alt = PoolEntry(origin="refine_alt", temperature=0.8, kind="success", tokens=9, chosen=True)
+    second = record(2, candidate(GOOD), OK).model_copy(
+        update={"repairs": 1, "repaired": record(1, runner_up, VALUE_ERROR), "pool": (alt,)}
+    )
+    result = run(record(1, candidate(CRASH), VALUE_ERROR), second).model_copy(
+        update={"verified_base": runner_up.digest()}
+    )
+    view = verified(result)
+    assert view is not None and view.repaired == "round 1's runner-up"
+    assert view.repaired == rounds(result)[1].repaired_from
+    assert view.change[0].lines[0] == "--- round 1's runner-up/solution.py"

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.candidate import Candidate
 from agent.feedback import Feedback
-from agent.result import PoolEntry, RunResult
+from agent.result import PoolEntry, RoundRecord, RunResult
 
 _MAX_DIFF_LINES = 400
 # What a round's chosen candidate repaired when it was not that round's chosen one.
@@ -110,8 +110,7 @@ def rounds(result: RunResult) -> tuple[RoundView, ...]:
         before = chosen.get(base) if base is not None else None
         label = f"round {base}"
         if record.repaired is not None:  # a repair of the round's runner-up or bare line
-            which = _REPAIRED.get(record.origin or "", "other candidate")
-            before, label = record.repaired.candidate, f"round {base}'s {which}"
+            before, label = record.repaired.candidate, _repaired_label(record)
         views.append(
             RoundView(
                 round=record.round,
@@ -136,12 +135,19 @@ def verified(result: RunResult) -> VerifiedView | None:
     is not in the trajectory."""
     if not result.passed or result.verified_base is None:
         return None
-    attempts = [a for a in result.attempts if a.candidate.digest() == result.verified_base]
-    if not attempts:
+    named = [(result.first_failure, "round 1's nearest failing draw")] + [
+        pair
+        for r in result.rounds
+        for pair in ((r.repaired, _repaired_label(r)), (r, f"round {r.round}"))
+    ]
+    found = [
+        (attempt, label)
+        for attempt, label in named
+        if attempt is not None and attempt.candidate.digest() == result.verified_base
+    ]
+    if not found:
         return None
-    base = attempts[0]
-    nearest = base is result.first_failure
-    label = "round 1's nearest failing draw" if nearest else f"round {base.round}"
+    base, label = found[0]
     passing = result.best
     after = passing.model_copy(update={"files": result.verified_files or passing.files})
     fix = (
@@ -156,3 +162,10 @@ def verified(result: RunResult) -> VerifiedView | None:
         taken_back=result.taken_back,
         failure_fix=fix,
     )
+
+
+def _repaired_label(record: RoundRecord) -> str:
+    """What a round repaired when it was not a round's chosen candidate: "round 1's
+    runner-up", "round 1's best drawn without lessons"."""
+    which = _REPAIRED.get(record.origin or "", "other candidate")
+    return f"round {record.base_round}'s {which}"
