@@ -137,9 +137,15 @@ class RoundSearch:
         `plan_draws`; a base repaired before (`agent.rank.next_base` went back to it) gets
         new seeds.
 
-        Stops when the pool is full, a candidate passed or the token budget is reached. An
-        empty pool means no draw was new (or the budget ran out before one): the requests
-        were answered with programs already run until `agent.draws.steer` drew no more.
+        Stops when the pool is full, a candidate passed or the token budget is reached.
+        When every refiner answer was a program already run (until `agent.draws.steer` drew
+        no more; a reply without the files is checked instead, below) and the plan drew no
+        fresh generation, one is drawn (hot, from the goal,
+        the failure and the lessons) before the round gives up: the refiner is anchored on
+        the program, and a run stopped there has spent its rounds on nothing (headers_02 on
+        the 1.5B: three repeats of a program that crashed on a header's spaces, a stall
+        after one round). An empty pool means no draw was new even so (or the budget ran
+        out before one).
         """
         run, cfg = self.run, self.run.cfg
         best = (base.candidate, base.checks)
@@ -210,6 +216,24 @@ class RoundSearch:
             if key is not None:
                 unusable[key] = note
                 repeats[key] += note == prompts.REPEAT_NOTE
+        fresh = any(e.origin == "fresh" for e in pool.entries) or any(
+            w.startswith("fresh:") for w in pool.unchecked
+        )
+        anchored = not pool.drawn and incomplete is None and not fresh and run.task.output
+        if anchored and run.spent() + pool.tokens < budget:
+            drawn_at, hot = time.monotonic(), cfg.resample_temperature
+            failure = base.feedback.compressed()
+            candidate, cost = run.generate(lessons, failure=failure, temperature=hot)
+            self._offer(
+                pool,
+                candidate,
+                "fresh",
+                hot,
+                cost,
+                round_no,
+                lessons=bool(lessons),
+                drawn_at=drawn_at,
+            )
         if not pool.drawn and incomplete is not None:
             # Only replies without the files: check one, so the rule check's "missing file"
             # reaches the refiner (its tokens are already counted as wasted).

@@ -114,10 +114,15 @@ def test_a_round_with_only_known_failures_stalls(tmp_path: Path) -> None:
     assert result.stop_reason == "stall" and len(result.rounds) == 2
 
 
-def test_repeated_answer_is_resampled_hotter_then_stalls(tmp_path: Path) -> None:
+def test_repeated_answer_is_resampled_hotter_then_a_fresh_generation_then_stalls(
+    tmp_path: Path,
+) -> None:
     # The third draw would pass, but the request was answered twice with a run program: it is
-    # not drawn again (`agent.draws.steer`), and with no other base the round is empty.
-    llm = ScriptedLLM.by_system({GEN: [code(WRONG)], REFINE: [fix(WRONG)] * 2 + [fix(GOOD)]})
+    # not drawn again (`agent.draws.steer`). With no other base, a fresh generation from the
+    # goal and the failure is drawn; it repeats the program too, so the round is empty.
+    llm = ScriptedLLM.by_system(
+        {GEN: [code(WRONG), code(WRONG)], REFINE: [fix(WRONG)] * 2 + [fix(GOOD)]}
+    )
     events: list[LoopEvent] = []
     agent = agent_for(llm, tmp_path, max_rounds=5, resample_attempts=2)
     agent.observer = events.append
@@ -127,6 +132,22 @@ def test_repeated_answer_is_resampled_hotter_then_stalls(tmp_path: Path) -> None
     assert refine_temps == [0.0, 0.8]
     steered = [e.detail for e in events if e.kind == "steered"]
     assert steered == [f"refine_hot: not drawn, {ANCHORED_WHY}"]
+    fresh = [c for c in llm.calls if GEN in c.system][1]
+    assert fresh.temperature == 0.8
+    assert "An earlier attempt at this task failed this check" in fresh.messages[-1].content
+
+
+def test_a_fresh_generation_follows_a_refiner_anchored_on_its_program(tmp_path: Path) -> None:
+    # headers_02 on the 1.5B: every refiner answer repeated the program it was to repair,
+    # and the run stopped after one round. The fresh generation is new, and here it passes.
+    llm = ScriptedLLM.by_system({GEN: [code(WRONG), code(GOOD)], REFINE: [fix(WRONG)] * 2})
+    result = agent_for(llm, tmp_path, max_rounds=3, resample_attempts=2).run(make_task(tmp_path))
+    assert result.passed and len(result.rounds) == 2
+    assert [(e.origin, e.kind) for e in result.rounds[1].pool] == [("fresh", "success")]
+    assert result.rounds[1].resampled == (
+        "refine: repeated round 1 generate",
+        "refine_hot: repeated round 1 generate",
+    )
 
 
 def test_an_anchored_request_gives_its_draws_to_the_runner_up(tmp_path: Path) -> None:

@@ -328,11 +328,12 @@ def test_the_control_as_runner_up_and_bare_line_is_one_request(
     """Round 1's lessons program ranks first and the control is both its runner-up and the
     best drawn without lessons: a repeat under either name counts for one request, so once it
     and the best's request were each answered twice with a run program, nothing more is
-    drawn (the fifth answer, a pass, is never asked for) and the run stalls."""
+    asked of the refiner (the fifth answer, a pass, is never asked for); the fresh
+    generation drawn then repeats the best too, and the run stalls."""
     lesson_id = _lesson(memory)
     recall = _StoredLessonRecall(memory, lesson_id, answers=("seed",))
     replies = [fix(WRONG), fix(CRASH), fix(CRASH), fix(WRONG), fix(GOOD)]
-    llm = ScriptedLLM.by_system({GEN: [code(WRONG), code(CRASH)], REFINE: replies})
+    llm = ScriptedLLM.by_system({GEN: [code(WRONG), code(CRASH), code(WRONG)], REFINE: replies})
     agent = _agent(llm, recall, pool_size=3, resample_attempts=2, max_rounds=2)
     result = agent.run(make_task(tmp_path))
     refiners = [c.messages[-1].content for c in llm.calls if REFINE in c.system]
