@@ -18,7 +18,8 @@ single-shot generation (same generator prompt, same greedy decode), so that cand
 scored as "single shot" and the loop's best candidate (by visible checks) as "loop"; that
 halves the cost. It rests on determinism, which `round1_digest` in the JSON lets you verify
 across runs. The single-shot time and tokens are those of that generation; the loop's
-include round 1's hot samples. Refiner calls and repeats count rounds 2 and later only.
+include round 1's hot samples. Refiner calls and repeats count rounds 2 and later only (a
+fresh generation drawn there, `agent.search.RoundSearch.draw`, counts among them).
 
 Model code never runs in this process: visible and hidden checks both run in agent.sandbox.
 Both checks execute the prompt before solution.py, as HumanEval's own harness does by

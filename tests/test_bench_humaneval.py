@@ -233,13 +233,14 @@ def test_refiner_repeats_are_counted_and_their_tokens_kept(
     problem = problems["53"]
     wrong = "def add(x: int, y: int) -> int:\n    return x * y\n"
     # The refiner only ever returns the first attempt again: the loop stalls with no round 2
-    # (twice, then its request gets no more draws: `agent.draws.steer`).
-    llm = ScriptedLLM.by_system({GEN: [code(wrong)], REFINE: [fix(wrong)] * 2})
+    # (twice, then its request gets no more draws: `agent.draws.steer`; the fresh generation
+    # drawn then repeats it too).
+    llm = ScriptedLLM.by_system({GEN: [code(wrong)] * 2, REFINE: [fix(wrong)] * 2})
     config = LoopConfig(max_rounds=3, resample_attempts=2, pool_size=1, first_pool=1)
     record = metered_run(llm, sandbox, problem, tmp_path, config)
     loop = record["loop"]
     assert loop["stop_reason"] == "stall" and loop["refiner_gave_up"] and loop["rounds"] == 1
-    assert (loop["refiner_calls"], loop["refiner_repeats"]) == (2, 2)
+    assert (loop["refiner_calls"], loop["refiner_repeats"]) == (3, 3)  # 2 refiner, 1 fresh
     assert loop["tokens"]["completion"] > record["single"]["tokens"]["completion"]
     assert record["outcome"] == "same" and not loop["hidden_passed"]
 

@@ -43,7 +43,9 @@ def test_a_recorded_repair_is_asked_again_and_each_answer_checked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     task = load_task(trap_dir(tmp_path))
-    loop_llm = ScriptedLLM.by_system({GEN: [code(EXTRA)], REFINE: [fix(EXTRA, "sum it")] * 2})
+    loop_llm = ScriptedLLM.by_system(
+        {GEN: [code(EXTRA)] * 2, REFINE: [fix(EXTRA, "sum it")] * 2}  # all repeat round 1
+    )
     result = agent_for(loop_llm, tmp_path, max_rounds=3).run(task)
     assert [r.feedback.credit for r in result.rounds] == [1.0]  # round 2 repeated round 1
     assert not result.passed
