@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from string import Template
 
-from agent.feedback import FeedbackKind
+from agent.candidate import Candidate
+from agent.feedback import Feedback, FeedbackKind
 from agent.llm.base import Message
+from agent.task import Task
 
 GENERATOR_SYSTEM = """\
 You are a careful Python programmer. You write complete, working files.
@@ -208,3 +210,32 @@ def _workspace_block(workspace: Mapping[str, str]) -> str:
         head = "\n".join(preview.splitlines()[:8])
         parts.append(f"--- {name} ---\n{head}")
     return "\n".join(parts) + "\n"
+
+
+def refiner_messages(
+    task: Task,
+    candidate: Candidate,
+    checks: tuple[Feedback, ...],
+    round_no: int,
+    *,
+    tried: Sequence[str],
+    lessons: str,
+    inputs: dict[str, str],
+) -> list[Message]:
+    """The refiner's prompt for repairing `candidate` of `task`, judged by `checks` in
+    `round_no`: `lessons` rendered, `inputs` the input files' preview."""
+    verdict = checks[-1]
+    user = render_refiner(
+        goal=task.goal,
+        previous=render_files(candidate.files, candidate.text),
+        round_no=round_no,
+        feedback=verdict.compressed(),
+        kind=verdict.kind,
+        tried=tried,
+        lessons=lessons,
+        passed_external=any(c.stage == "execution" and c.passed for c in checks),
+        workspace=inputs,
+        evidence=verdict.input_evidence is not None,
+    )
+    system = REFINER_SYSTEM if task.output else REFINER_SYSTEM_TEXT
+    return [Message(role="system", content=system), Message(role="user", content=user)]

@@ -436,7 +436,7 @@ class RoundSearch:
         lessons: Sequence[ScoredLesson],
     ) -> list[Message]:
         """The refiner's prompt for repairing `candidate`, judged by `checks` in `round_no`."""
-        return refiner_messages(
+        return prompts.refiner_messages(
             self.run.task,
             candidate,
             checks,
@@ -445,32 +445,3 @@ class RoundSearch:
             lessons=render_lessons(lessons, self.run.cfg.lesson_token_budget),
             inputs=self.run.inputs,
         )
-
-
-def refiner_messages(
-    task: Task,
-    candidate: Candidate,
-    checks: tuple[Feedback, ...],
-    round_no: int,
-    *,
-    tried: Sequence[str],
-    lessons: str,
-    inputs: dict[str, str],
-) -> list[Message]:
-    """The refiner's prompt for repairing `candidate` of `task`, judged by `checks` in
-    `round_no`: `lessons` rendered, `inputs` the input files' preview."""
-    verdict = checks[-1]
-    user = prompts.render_refiner(
-        goal=task.goal,
-        previous=prompts.render_files(candidate.files, candidate.text),
-        round_no=round_no,
-        feedback=verdict.compressed(),
-        kind=verdict.kind,
-        tried=tried,
-        lessons=lessons,
-        passed_external=any(c.stage == "execution" and c.passed for c in checks),
-        workspace=inputs,
-        evidence=verdict.input_evidence is not None,
-    )
-    system = prompts.REFINER_SYSTEM if task.output else prompts.REFINER_SYSTEM_TEXT
-    return [Message(role="system", content=system), Message(role="user", content=user)]

@@ -10,7 +10,7 @@ check result and did not fix it. This rebuilds that request from a kept run
 shown (`recorded`), or that candidate checked again in the sandbox by today's code
 (`current`, the default: what a change to the feedback would show it), the fixes the
 earlier rounds' chosen candidates tried, and the refiner prompt as the loop renders it
-(`agent.search.refiner_messages`; no lessons: a run's recalled lessons are not kept with
+(`agent.prompts.refiner_messages`; no lessons: a run's recalled lessons are not kept with
 it). Then one greedy and K hot answers (temperature 0.8, seeds 1..K), each checked in the
 sandbox with the task's check. Prints the feedback shown and one line per answer; `--out`
 appends them as JSON lines. Runs the model: one at a time.
@@ -30,9 +30,9 @@ from agent.candidate import parse_candidate
 from agent.checks import execute
 from agent.container import Limits
 from agent.imports import complete_imports
+from agent.prompts import refiner_messages
 from agent.result import RunResult
 from agent.sandbox import Sandbox
-from agent.search import refiner_messages
 from agent.splice import programs_of, splice_repair
 from agent.task import load_task
 
