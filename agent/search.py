@@ -140,12 +140,11 @@ class RoundSearch:
         Stops when the pool is full, a candidate passed or the token budget is reached.
         When every refiner answer was a program already run (until `agent.draws.steer` drew
         no more; a reply without the files is checked instead, below) and the plan drew no
-        fresh generation, one is drawn (hot, from the goal,
-        the failure and the lessons) before the round gives up: the refiner is anchored on
-        the program, and a run stopped there has spent its rounds on nothing (headers_02 on
-        the 1.5B: three repeats of a program that crashed on a header's spaces, a stall
-        after one round). An empty pool means no draw was new even so (or the budget ran
-        out before one).
+        fresh generation, one is drawn (hot, from the goal, the failure and the lessons)
+        before the round gives up: the refiner is anchored on the program, and a run
+        stopped there has spent its rounds on nothing (headers_02 on the 1.5B: three repeats
+        of a program that crashed on a header's spaces, a stall after one round). An empty
+        pool means no draw was new even so (or the budget ran out before one).
         """
         run, cfg = self.run, self.run.cfg
         best = (base.candidate, base.checks)
@@ -216,10 +215,10 @@ class RoundSearch:
             if key is not None:
                 unusable[key] = note
                 repeats[key] += note == prompts.REPEAT_NOTE
-        fresh = any(e.origin == "fresh" for e in pool.entries) or any(
-            w.startswith("fresh:") for w in pool.unchecked
-        )
-        anchored = not pool.drawn and incomplete is None and not fresh and run.task.output
+        # Nothing checked, no reply without files, and no fresh generation tried yet (one that
+        # was checked would be in the pool).
+        fresh_tried = any(w.startswith("fresh:") for w in pool.unchecked)
+        anchored = not pool.drawn and incomplete is None and not fresh_tried and run.task.output
         if anchored and run.spent() + pool.tokens < budget:
             drawn_at, hot = time.monotonic(), cfg.resample_temperature
             failure = base.feedback.compressed()
