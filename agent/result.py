@@ -189,12 +189,7 @@ class RunResult(BaseModel):
             ),
             candidates_checked=self.candidates_checked,
             unresolved=self.unresolved,
-            usage=UsageSummary(
-                prompt_tokens=self.usage.prompt_tokens,
-                completion_tokens=self.usage.completion_tokens,
-                total_tokens=self.usage.total_tokens,
-                calls=self.usage.calls,
-            ),
+            usage=UsageSummary.of(self.usage),
             seconds=round(self.seconds, 3),
             recalled_lesson_ids=self.recalled_lesson_ids,
             outranked_lesson_ids=self.outranked_lesson_ids,
@@ -243,6 +238,16 @@ class UsageSummary(BaseModel):
     completion_tokens: int
     total_tokens: int
     calls: int
+
+    @classmethod
+    def of(cls, usage: Usage) -> UsageSummary:
+        """`usage` with its total spelled out."""
+        return cls(
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            total_tokens=usage.total_tokens,
+            calls=usage.calls,
+        )
 
 
 class RunSummary(BaseModel):

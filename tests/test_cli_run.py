@@ -206,6 +206,8 @@ def test_a_teacher_model_writes_the_lesson(tmp_path: Path) -> None:
     data = json.loads(proc.stdout)
     assert [w["action"] for w in data["lessons_written"]] == ["created"]
     assert data["retrospective_fallbacks"] == []  # the teacher answered
+    # The teacher's call is reported apart from the worker's (two replies, two calls).
+    assert data["retrospective_usage"]["calls"] == 1 and data["usage"]["calls"] == 2
 
 
 def test_a_bad_memory_location_is_a_clear_error(tmp_path: Path) -> None:

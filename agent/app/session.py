@@ -20,7 +20,7 @@ from agent.container import Limits
 from agent.llm.base import LLM, Usage
 from agent.llm.resolve import resolve_llm
 from agent.loop import LoopConfig, Observer, ReflectiveAgent
-from agent.result import RunResult, RunSummary
+from agent.result import RunResult, RunSummary, UsageSummary
 from agent.sandbox import Sandbox
 from agent.task import Task, load_task
 from memory import Embedder, Memory
@@ -58,6 +58,7 @@ class SessionResult(BaseModel):
                 for a in self.lessons
             ),
             retrospective_fallbacks=self.retro_fallbacks,
+            retrospective_usage=UsageSummary.of(self.retro_usage),
             process=self.process,
             consolidation=None
             if consolidation is None
@@ -92,6 +93,8 @@ class SessionSummary(RunSummary):
 
     lessons_written: tuple[LessonWritten, ...]
     retrospective_fallbacks: tuple[str, ...]
+    # The retrospective's model calls (the teacher's, with --retro-model): not in `usage`.
+    retrospective_usage: UsageSummary
     process: ProcessSummary | None
     consolidation: ConsolidationSummary | None
 
