@@ -137,7 +137,7 @@ def test_structured_uses_strict_json_schema(server: FakeServer, llm: OpenAICompa
     assert schema["required"] == ["passed", "score", "issues"]
 
 
-def test_rejected_json_schema_falls_back_once_to_json_object(
+def test_rejected_json_schema_falls_back_once_to_json_object_with_the_schema(
     server: FakeServer, llm: OpenAICompatibleLLM
 ) -> None:
     def respond(body: dict[str, Any]) -> Reply:
@@ -153,10 +153,57 @@ def test_rejected_json_schema_falls_back_once_to_json_object(
     kinds = [r["response_format"]["type"] for r in server.requests]
     # One rejected attempt, then json_object for this and every later call.
     assert kinds == ["json_schema", "json_object", "json_object"]
-    assert llm.schema_mode == "json_object"
+    assert llm.schema_mode == "json_object_schema"
     fallback = server.requests[1]
+    assert fallback["response_format"]["schema"]["required"] == ["passed", "score", "issues"]
     assert fallback["messages"][0]["content"].startswith("You judge.")
-    assert '"score"' in fallback["messages"][0]["content"]  # the schema is in the prompt
+    assert '"score"' in fallback["messages"][0]["content"]  # the schema is in the prompt too
+
+
+def test_a_server_error_that_names_the_format_is_a_rejection(
+    server: FakeServer, llm: OpenAICompatibleLLM
+) -> None:
+    """llama-cpp-python's server answers a json_schema format with a 500 validation error."""
+    detail = "1 validation error: ('body', 'response_format', 'type') Input should be 'text'"
+
+    def respond(body: dict[str, Any]) -> Reply:
+        if body["response_format"]["type"] == "json_schema":
+            return error_reply(500, detail)
+        return chat_reply(GOOD)
+
+    server.respond = respond
+    assert llm.complete(ASK, schema=Critique).parsed == Critique(passed=True, score=8)
+    kinds = [r["response_format"]["type"] for r in server.requests]
+    assert kinds == ["json_schema"] * 3 + ["json_object"]  # the SDK retried the 500 twice
+    assert llm.schema_mode == "json_object_schema"
+
+
+def test_a_server_that_refuses_the_schema_key_gets_plain_json_object(
+    server: FakeServer, llm: OpenAICompatibleLLM
+) -> None:
+    def respond(body: dict[str, Any]) -> Reply:
+        fmt = body["response_format"]
+        if fmt["type"] == "json_schema" or "schema" in fmt:
+            return error_reply(422, "unknown field")
+        return chat_reply(GOOD)
+
+    server.respond = respond
+    llm.complete(ASK, schema=Critique)
+    llm.complete(ASK, schema=Critique)
+    formats = [r["response_format"] for r in server.requests]
+    assert [sorted(f) for f in formats] == [["json_schema", "type"], ["schema", "type"]] + [
+        ["type"]
+    ] * 2
+    assert llm.schema_mode == "json_object"
+
+
+def test_a_server_error_about_something_else_is_not_a_rejection(server: FakeServer) -> None:
+    server.respond = lambda body: error_reply(500, "out of memory")
+    llm = OpenAICompatibleLLM("m", base_url=server.url, api_key="k", timeout_s=5, max_retries=0)
+    with pytest.raises(BackendError, match="out of memory"):
+        llm.complete(ASK, schema=Critique)
+    llm.close()
+    assert len(server.requests) == 1 and llm.schema_mode == "json_schema"
 
 
 def test_bad_request_for_other_reasons_does_not_switch_modes(

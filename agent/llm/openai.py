@@ -3,11 +3,18 @@
 Retries and timeouts are the SDK's own (`max_retries` with backoff on 408/409/429/5xx and
 connection errors); we only translate what is left into `BackendError`, keeping the cause.
 
-Structured output asks for `response_format={"type": "json_schema", "strict": true}`.
-Servers that reject it (400/422: older vLLM or llama.cpp builds, some proxies) get exactly
-one fallback to `{"type": "json_object"}` with the schema spelled out in the prompt; the
-instance remembers the rejection so later calls skip the doomed request. Servers that
-accept but ignore `response_format` are covered by the shared parse-and-repair step.
+Structured output walks a ladder of `response_format`s, strictest first:
+    json_schema         {"type": "json_schema", "json_schema": {..., "strict": true}} (OpenAI,
+                        vLLM, llama.cpp's llama-server, Ollama, LM Studio)
+    json_object_schema  {"type": "json_object", "schema": {...}}, the schema in the prompt too
+                        (llama-cpp-python's server: it grammar-constrains to the schema)
+    json_object         {"type": "json_object"}, the schema in the prompt only
+A server that rejects a format (400/422, or any error that names `response_format`:
+llama-cpp-python's server answers json_schema with a 500 validation error) gets the next
+one in the same call; the instance moves down only once a lower format worked, so later
+calls skip the doomed requests and a request bad for another reason (a prompt too long)
+fails without switching. Servers that accept but ignore `response_format` are covered by
+the shared parse-and-repair step.
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
     from pydantic import BaseModel
 
-SchemaMode = Literal["json_schema", "json_object"]
+SchemaMode = Literal["json_schema", "json_object_schema", "json_object"]
+LADDER: tuple[SchemaMode, ...] = ("json_schema", "json_object_schema", "json_object")
 
 _log = logging.getLogger(__name__)
 
@@ -105,38 +113,25 @@ class OpenAICompatibleLLM:
     def _create_structured(
         self, messages: Sequence[Message], schema: type[BaseModel], options: dict[str, Any]
     ) -> Completion[Any]:
-        if self._schema_mode == "json_schema":
-            fmt = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": _schema_name(schema),
-                    "schema": strict_schema(model_schema(schema)),
-                    "strict": True,
-                },
-            }
+        modes = LADDER[LADDER.index(self._schema_mode) :]
+        for mode in modes:
+            last = mode == modes[-1]
+            turns, fmt = _structured_request(mode, messages, schema)
             try:
-                return self._create(messages, {**options, "response_format": fmt}, fallback=True)
+                result = self._create(turns, {**options, "response_format": fmt}, fallback=not last)
             except _SchemaRejectedError as rejected:
-                result = self._create_json_object(messages, schema, options)
-                # Downgrade only once json_object worked: a 400 for another reason (prompt
-                # too long) fails both ways and must not switch modes for later calls.
                 _log.warning(
-                    "%s rejected response_format json_schema (%s); using json_object from now on",
+                    "%s rejected response_format %s (%s); trying the next format",
                     self.model_id,
+                    mode,
                     rejected.__cause__,
                 )
-                self._schema_mode = "json_object"
-                return result
-        return self._create_json_object(messages, schema, options)
-
-    def _create_json_object(
-        self, messages: Sequence[Message], schema: type[BaseModel], options: dict[str, Any]
-    ) -> Completion[Any]:
-        # json_object only promises *some* JSON, so the prompt has to name the shape.
-        return self._create(
-            with_schema_instruction(messages, schema),
-            {**options, "response_format": {"type": "json_object"}},
-        )
+                continue
+            if mode != self._schema_mode:
+                _log.warning("%s: structured output uses %s from now on", self.model_id, mode)
+                self._schema_mode = mode
+            return result
+        raise AssertionError("the last format raises instead of being rejected")
 
     def _create(
         self, messages: Sequence[Message], options: dict[str, Any], *, fallback: bool = False
@@ -149,8 +144,8 @@ class OpenAICompatibleLLM:
                 messages=[_to_openai(m) for m in messages],
                 **options,
             )
-        except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-            if fallback:
+        except openai.APIStatusError as exc:
+            if fallback and _rejects_format(exc):
                 raise _SchemaRejectedError from exc
             raise self._backend_error(exc) from exc
         except openai.OpenAIError as exc:
@@ -184,7 +179,27 @@ class OpenAICompatibleLLM:
 
 
 class _SchemaRejectedError(Exception):
-    """Internal signal: the server refused a json_schema response_format."""
+    """Internal signal: the server refused the request's response_format."""
+
+
+def _rejects_format(exc: openai.APIStatusError) -> bool:
+    """A refusal of the format: the status that means it, or any error that names the field."""
+    return exc.status_code in (400, 422) or "response_format" in str(exc)
+
+
+def _structured_request(
+    mode: SchemaMode, messages: Sequence[Message], schema: type[BaseModel]
+) -> tuple[list[Message], dict[str, Any]]:
+    """The turns and the `response_format` one rung of the ladder sends."""
+    strict = strict_schema(model_schema(schema))
+    if mode == "json_schema":
+        named = {"name": _schema_name(schema), "schema": strict, "strict": True}
+        return list(messages), {"type": "json_schema", "json_schema": named}
+    # json_object only promises *some* JSON, so the prompt has to name the shape.
+    turns = with_schema_instruction(messages, schema)
+    if mode == "json_object_schema":
+        return turns, {"type": "json_object", "schema": strict}
+    return turns, {"type": "json_object"}
 
 
 def _to_openai(message: Message) -> ChatCompletionMessageParam:
