@@ -39,7 +39,10 @@ def diff_summary(diff: str, *, limit: int = 300) -> str:
     `d`; (+6 lines)"; "" for no change.
 
     Comments, docstrings, bare string lines and bare block keywords (`try:`, `else:`) are
-    skipped: the code lines that remain are the change itself. Lines are kept whole, as
+    skipped: the code lines that remain are the change itself. The keywords stay when the
+    change wraps code in a block (a line removed and added the same at another indentation):
+    "replace `x = f(v)` with `try:`; `x = f(v)`; `except ValueError:`; `continue`", where
+    without `try:` the line would read as replaced by itself. Lines are kept whole, as
     many as fit in `limit` (the removed side gets about a third of it), and a side that had
     more says how many lines it left out; a lesson that shows half a statement teaches the
     model to copy half a statement. Shown lines keep their order in the diff. When neither
@@ -48,6 +51,8 @@ def diff_summary(diff: str, *, limit: int = 300) -> str:
     with whole-file context (`facts.failure_steps`) compares with the whole programs.
     """
     lines = _code_lines(diff)
+    if not _wraps(lines):
+        lines = [(sign, ln) for sign, ln in lines if ln.code not in _BARE_KEYWORDS]
     removed, added = _without_comment_edits(
         [ln for sign, ln in lines if sign == "-"], [ln for sign, ln in lines if sign == "+"]
     )
@@ -126,6 +131,18 @@ def _without_comment_edits(removed: list[_Line], added: list[_Line]) -> tuple[li
         else:
             del new[edit]
     return old, [line.code for line in new]
+
+
+def _wraps(lines: Sequence[tuple[str, _Line]]) -> bool:
+    """Code moved into a new block: a line removed and added the same at another indentation."""
+    removed = {(ln.file, ln.code, _indent(ln.raw)) for sign, ln in lines if sign == "-"}
+    moved = {(file, code) for file, code, _ in removed}
+    return any(
+        sign == "+"
+        and (ln.file, ln.code) in moved
+        and (ln.file, ln.code, _indent(ln.raw)) not in removed
+        for sign, ln in lines
+    )
 
 
 def _indent(raw: str) -> int:
@@ -268,8 +285,6 @@ def _is_code(line: str) -> bool:
     A dict entry such as `"total": sum(...),` starts with a string and is code.
     """
     if not line or line.startswith("#") or line.startswith(('"""', "'''")):
-        return False
-    if line in _BARE_KEYWORDS:
         return False
     try:
         tree = ast.parse(line)

@@ -599,3 +599,21 @@ def test_one_long_line_changed_is_a_replace_not_a_rewrite() -> None:
     text = diff_summary(f"-{old}\n+{new}\n", limit=300)
     assert text.startswith("replace `rows = [float(") and " with `rows = [float(" in text
     assert len(text) <= 300 and "rewrite" not in text
+
+
+def test_a_change_that_wraps_code_in_a_block_keeps_the_block_keyword() -> None:
+    from retrospectives.change import diff_summary
+
+    line = "total += float(row['score'])"
+    guard = "+    except ValueError:\n+        continue\n"
+    wrap = f"-    {line}\n+    try:\n+        {line}\n{guard}"
+    # Without `try:` the line would read as replaced by itself.
+    assert diff_summary(wrap) == (
+        f"replace `{line}` with `try:`; `{line}`; `except ValueError:`; `continue`"
+    )
+    # Not a wrap (the old line is gone): the bare keyword tells nothing and stays out.
+    new = "total += float(row['score'] or 0)"
+    rewrite = f"-    {line}\n+    try:\n+        {new}\n{guard}"
+    assert diff_summary(rewrite) == (
+        f"replace `{line}` with `{new}`; `except ValueError:`; `continue`"
+    )
