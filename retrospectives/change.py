@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import itertools
 import keyword
 import tokenize
 from collections.abc import Sequence, Set
@@ -39,8 +40,8 @@ def diff_summary(diff: str, *, limit: int = 300) -> str:
     `d`; (+6 lines)"; "" for no change.
 
     Comments, docstrings, bare string lines and bare block keywords (`try:`, `else:`) are
-    skipped: the code lines that remain are the change itself. The keywords stay when the
-    change wraps code in a block (a line removed and added the same at another indentation):
+    skipped: the code lines that remain are the change itself. A keyword stays when it opens
+    a block around moved code (a line removed and added the same at another indentation):
     "replace `x = f(v)` with `try:`; `x = f(v)`; `except ValueError:`; `continue`", where
     without `try:` the line would read as replaced by itself. Lines are kept whole, as
     many as fit in `limit` (the removed side gets about a third of it), and a side that had
@@ -51,8 +52,12 @@ def diff_summary(diff: str, *, limit: int = 300) -> str:
     with whole-file context (`facts.failure_steps`) compares with the whole programs.
     """
     lines = _code_lines(diff)
-    if not _wraps(lines):
-        lines = [(sign, ln) for sign, ln in lines if ln.code not in _BARE_KEYWORDS]
+    openers = _block_openers(lines)
+    lines = [
+        (sign, ln)
+        for i, (sign, ln) in enumerate(lines)
+        if ln.code not in _BARE_KEYWORDS or i in openers
+    ]
     removed, added = _without_comment_edits(
         [ln for sign, ln in lines if sign == "-"], [ln for sign, ln in lines if sign == "+"]
     )
@@ -133,16 +138,31 @@ def _without_comment_edits(removed: list[_Line], added: list[_Line]) -> tuple[li
     return old, [line.code for line in new]
 
 
-def _wraps(lines: Sequence[tuple[str, _Line]]) -> bool:
-    """Code moved into a new block: a line removed and added the same at another indentation."""
-    removed = {(ln.file, ln.code, _indent(ln.raw)) for sign, ln in lines if sign == "-"}
-    moved = {(file, code) for file, code, _ in removed}
-    return any(
-        sign == "+"
-        and (ln.file, ln.code) in moved
-        and (ln.file, ln.code, _indent(ln.raw)) not in removed
-        for sign, ln in lines
-    )
+def _block_openers(lines: Sequence[tuple[str, _Line]]) -> set[int]:
+    """The bare keywords (`try:`) that open a block around moved code: the next code line is
+    on the same side, deeper, and was removed or added the same at another indentation."""
+    sides: dict[str, set[tuple[str, str, int]]] = {"-": set(), "+": set()}
+    for sign, ln in lines:
+        if sign in sides and ln.code not in _BARE_KEYWORDS:
+            sides[sign].add((ln.file, ln.code, _indent(ln.raw)))
+
+    def moved(sign: str, ln: _Line) -> bool:
+        other = sides["+" if sign == "-" else "-"]
+        return any(
+            (file, code) == (ln.file, ln.code) and indent != _indent(ln.raw)
+            for file, code, indent in other
+        )
+
+    return {
+        i
+        for i, ((sign, ln), (after, nxt)) in enumerate(itertools.pairwise(lines))
+        if sign in sides
+        and ln.code in _BARE_KEYWORDS
+        and after == sign
+        and nxt.code not in _BARE_KEYWORDS
+        and _indent(nxt.raw) > _indent(ln.raw)
+        and moved(sign, nxt)
+    }
 
 
 def _indent(raw: str) -> int:

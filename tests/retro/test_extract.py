@@ -611,9 +611,31 @@ def test_a_change_that_wraps_code_in_a_block_keeps_the_block_keyword() -> None:
     assert diff_summary(wrap) == (
         f"replace `{line}` with `try:`; `{line}`; `except ValueError:`; `continue`"
     )
+    # Unwrapped: the block left goes on the removed side.
+    unwrap = f"-    try:\n-        {line}\n-    except:\n-        pass\n+    {line}\n"
+    assert diff_summary(unwrap) == f"replace `try:`; `{line}` with `{line}`"
     # Not a wrap (the old line is gone): the bare keyword tells nothing and stays out.
     new = "total += float(row['score'] or 0)"
     rewrite = f"-    {line}\n+    try:\n+        {new}\n{guard}"
     assert diff_summary(rewrite) == (
         f"replace `{line}` with `{new}`; `except ValueError:`; `continue`"
     )
+
+
+def test_only_a_keyword_around_moved_code_is_kept() -> None:
+    from retrospectives.change import diff_summary
+
+    # A bare keyword that itself moved is no wrap.
+    load = "x = load(p, encoding='utf-8-sig')"
+    assert diff_summary(f"-    pass\n+        pass\n+    {load}\n") == f"add `{load}`"
+    # An else: branch re-indented with its line changed: nothing moved into a block.
+    old, new = "y = parse(v)", "y = parse(v, strict=False)"
+    diff = f"-    else:\n-        {old}\n+        else:\n+            {new}\n"
+    assert diff_summary(diff) == f"replace `{old}` with `{new}`"
+    # A sum moved out of its loop in one hunk does not bring back another hunk's if/else.
+    diff = (
+        "-        total = sum(vals)\n+    total = sum(vals)\n"
+        "-    if x:\n-        y = 1\n-    else:\n-        y = 2\n+    y = 1 if x else 2\n"
+    )
+    text = diff_summary(diff)
+    assert "`else:`" not in text and "`y = 1 if x else 2`" in text
