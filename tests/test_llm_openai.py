@@ -151,9 +151,10 @@ def test_rejected_json_schema_falls_back_once_to_json_object_with_the_schema(
 
     assert first.parsed == second.parsed == Critique(passed=True, score=8)
     kinds = [r["response_format"]["type"] for r in server.requests]
-    # One rejected attempt, then json_object for this and every later call.
+    # One rejected attempt, then json_object with the schema for this and every later call.
     assert kinds == ["json_schema", "json_object", "json_object"]
-    assert llm.schema_mode == "json_object_schema"
+    assert all("schema" in r["response_format"] for r in server.requests[1:])
+    assert llm.schema_mode(Critique) == "json_object_schema"
     fallback = server.requests[1]
     assert fallback["response_format"]["schema"]["required"] == ["passed", "score", "issues"]
     assert fallback["messages"][0]["content"].startswith("You judge.")
@@ -175,7 +176,7 @@ def test_a_server_error_that_names_the_format_is_a_rejection(
     assert llm.complete(ASK, schema=Critique).parsed == Critique(passed=True, score=8)
     kinds = [r["response_format"]["type"] for r in server.requests]
     assert kinds == ["json_schema"] * 3 + ["json_object"]  # the SDK retried the 500 twice
-    assert llm.schema_mode == "json_object_schema"
+    assert llm.schema_mode(Critique) == "json_object_schema"
 
 
 def test_a_server_that_refuses_the_schema_key_gets_plain_json_object(
@@ -194,7 +195,7 @@ def test_a_server_that_refuses_the_schema_key_gets_plain_json_object(
     assert [sorted(f) for f in formats] == [["json_schema", "type"], ["schema", "type"]] + [
         ["type"]
     ] * 2
-    assert llm.schema_mode == "json_object"
+    assert llm.schema_mode(Critique) == "json_object"
 
 
 def test_a_server_error_about_something_else_is_not_a_rejection(server: FakeServer) -> None:
@@ -203,7 +204,7 @@ def test_a_server_error_about_something_else_is_not_a_rejection(server: FakeServ
     with pytest.raises(BackendError, match="out of memory"):
         llm.complete(ASK, schema=Critique)
     llm.close()
-    assert len(server.requests) == 1 and llm.schema_mode == "json_schema"
+    assert len(server.requests) == 1 and llm.schema_mode(Critique) == "json_schema"
 
 
 def test_bad_request_for_other_reasons_does_not_switch_modes(
@@ -213,7 +214,43 @@ def test_bad_request_for_other_reasons_does_not_switch_modes(
     with pytest.raises(BackendError, match="prompt is too long") as info:
         llm.complete(ASK, schema=Critique)
     assert info.value.__cause__ is not None
-    assert llm.schema_mode == "json_schema"
+    assert len(server.requests) == 3  # once per rung
+    assert llm.schema_mode(Critique) == "json_schema"
+
+
+def test_a_lower_rung_failing_otherwise_does_not_switch_modes(server: FakeServer) -> None:
+    def respond(body: dict[str, Any]) -> Reply:
+        if body["response_format"]["type"] == "json_schema":
+            return error_reply(400, "response_format json_schema is not supported")
+        return error_reply(503, "overloaded")
+
+    server.respond = respond
+    llm = OpenAICompatibleLLM("m", base_url=server.url, api_key="k", timeout_s=5, max_retries=0)
+    with pytest.raises(BackendError, match="overloaded"):
+        llm.complete(ASK, schema=Critique)
+    llm.close()
+    assert len(server.requests) == 2 and llm.schema_mode(Critique) == "json_schema"
+
+
+class Other(BaseModel):
+    name: str
+
+
+def test_a_schema_the_server_refuses_does_not_downgrade_the_others(
+    server: FakeServer, llm: OpenAICompatibleLLM
+) -> None:
+    def respond(body: dict[str, Any]) -> Reply:
+        fmt = body["response_format"]
+        if fmt["type"] == "json_schema" and fmt["json_schema"]["name"] == "Critique":
+            return error_reply(400, "Invalid schema for response_format 'Critique'")
+        return chat_reply(GOOD if "score" in json.dumps(fmt) else '{"name": "x"}')
+
+    server.respond = respond
+    llm.complete(ASK, schema=Critique)
+    assert llm.complete(ASK, schema=Other).parsed == Other(name="x")
+    assert llm.schema_mode(Critique) == "json_object_schema"
+    assert llm.schema_mode(Other) == "json_schema"
+    assert server.requests[-1]["response_format"]["type"] == "json_schema"
 
 
 def test_repair_turn_goes_to_the_server(server: FakeServer, llm: OpenAICompatibleLLM) -> None:

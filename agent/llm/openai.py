@@ -10,11 +10,12 @@ Structured output walks a ladder of `response_format`s, strictest first:
                         (llama-cpp-python's server: it grammar-constrains to the schema)
     json_object         {"type": "json_object"}, the schema in the prompt only
 A server that rejects a format (400/422, or any error that names `response_format`:
-llama-cpp-python's server answers json_schema with a 500 validation error) gets the next
-one in the same call; the instance moves down only once a lower format worked, so later
-calls skip the doomed requests and a request bad for another reason (a prompt too long)
-fails without switching. Servers that accept but ignore `response_format` are covered by
-the shared parse-and-repair step.
+llama-cpp-python's server answers json_schema with a 500 validation error, which the SDK
+retries first) gets the next one in the same call. The instance remembers, per schema, the
+format that last worked, so later calls skip the doomed requests, and a schema one server
+cannot compile does not cost the others their strict format. A request bad for another
+reason (a prompt too long) is sent once per rung, then fails without switching. Servers that
+accept but ignore `response_format` are covered by the shared parse-and-repair step.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ class OpenAICompatibleLLM:
             )
         self._client = client
         self._model = model
-        self._schema_mode: SchemaMode = "json_schema"
+        # Per schema, the rung that last worked (a server may refuse one schema only).
+        self._modes: dict[type[BaseModel], SchemaMode] = {}
 
     @property
     def model_id(self) -> str:
@@ -81,10 +83,9 @@ class OpenAICompatibleLLM:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    @property
-    def schema_mode(self) -> SchemaMode:
-        """How structured output is requested ("json_object" once a server rejected schemas)."""
-        return self._schema_mode
+    def schema_mode(self, schema: type[BaseModel]) -> SchemaMode:
+        """How structured output for `schema` is requested: the rung that last worked."""
+        return self._modes.get(schema, LADDER[0])
 
     def complete(
         self,
@@ -113,7 +114,8 @@ class OpenAICompatibleLLM:
     def _create_structured(
         self, messages: Sequence[Message], schema: type[BaseModel], options: dict[str, Any]
     ) -> Completion[Any]:
-        modes = LADDER[LADDER.index(self._schema_mode) :]
+        current = self.schema_mode(schema)
+        modes = LADDER[LADDER.index(current) :]
         for mode in modes:
             last = mode == modes[-1]
             turns, fmt = _structured_request(mode, messages, schema)
@@ -127,9 +129,9 @@ class OpenAICompatibleLLM:
                     rejected.__cause__,
                 )
                 continue
-            if mode != self._schema_mode:
-                _log.warning("%s: structured output uses %s from now on", self.model_id, mode)
-                self._schema_mode = mode
+            if mode != current:
+                _log.warning("%s: %s uses %s from now on", self.model_id, schema.__name__, mode)
+                self._modes[schema] = mode
             return result
         raise AssertionError("the last format raises instead of being rejected")
 
