@@ -65,6 +65,7 @@ class SessionResult(BaseModel):
             else ConsolidationSummary(
                 new_lessons=consolidation.new_lessons,
                 merges=tuple(m.id for m in consolidation.merges),
+                usage=UsageSummary.of(consolidation.usage),
             ),
         )
 
@@ -86,6 +87,7 @@ class ConsolidationSummary(BaseModel):
 
     new_lessons: int
     merges: tuple[str, ...]
+    usage: UsageSummary  # the merges' canonical text and the judge: the teacher's, if any
 
 
 class SessionSummary(RunSummary):
@@ -93,7 +95,8 @@ class SessionSummary(RunSummary):
 
     lessons_written: tuple[LessonWritten, ...]
     retrospective_fallbacks: tuple[str, ...]
-    # The retrospective's model calls (the teacher's, with --retro-model): not in `usage`.
+    # The retrospective's model calls (the --retro-model teacher's, else the worker's); not
+    # in `usage`, which counts the loop. An automatic consolidation's are in its own usage.
     retrospective_usage: UsageSummary
     process: ProcessSummary | None
     consolidation: ConsolidationSummary | None

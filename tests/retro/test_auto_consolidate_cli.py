@@ -124,6 +124,7 @@ def test_run_starts_a_pass_once_n_lessons_wait_across_processes(tmp_path: Path) 
     assert third["consolidation"] is not None
     assert third["consolidation"]["new_lessons"] == 4
     assert len(third["consolidation"]["merges"]) == 1
+    assert third["consolidation"]["usage"]["calls"] == 1  # the merge's canonical text
     assert waiting(store) == (0, 1)
     with Memory.open(str(store), embedder=HashEmbedder()) as memory:
         (merge,) = memory.list_merges()
