@@ -17,7 +17,8 @@ value that occurs in an input file, the feedback also shows, from that file:
 - a string the check says the program wrote that no cell holds ('Rsti'): the closest cell
   ('Rösti'), with its column and file;
 - anything else: the first lines that contain it;
-- a decoding error at byte position N: the raw bytes around N;
+- a decoding error at byte position N: the raw bytes around N, and that line as the
+  encoding that decodes the whole file reads it (cp1252: 'Inés Peña,Köln');
 - a check's verdict on wrong values: also the rows that repeat an earlier row exactly;
 - a check's verdict on the keys inside a group's object (`result.json['sodium']:
   unexpected key 'sum'`, "missing key 'avg'"): what the input says of those keys only. The
@@ -35,6 +36,7 @@ which holds what the checker compares against.
 from __future__ import annotations
 
 import ast
+import contextlib
 import difflib
 import json
 import re
@@ -58,6 +60,7 @@ from agent.tables import (
 _QUOTED = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\"""")
 _DECODE = re.compile(r"can't decode byte (0x[0-9a-f]{2}) in position (\d+)")
 MAX_LITERALS = 2
+MAX_LINE = 120  # characters of an input line quoted
 MAX_CELLS = 20_000
 MAX_PROFILE_LINES = 2
 # What a message's quoted literal is: a value the program converted (a ValueError), a key of
@@ -377,8 +380,29 @@ def _name_words(name: str) -> set[str]:
 
 
 def _decode_evidence(files: list[tuple[Path, bytes]], byte: int, position: int) -> str | None:
+    """The bytes around a decoding error, and that line as the file's likely encoding reads
+    it: raw bytes say *that* the text is not UTF-8; the line read ('Inés Peña') says what it
+    is, where the refiner otherwise drops the bytes (`errors='ignore'`: 'Rsti')."""
     for path, raw in files:
         if position < len(raw) and raw[position] == byte:
             around = raw[max(0, position - 20) : position + 20]
-            return f"bytes around position {position} of {path.name}: {around!r}"
+            told = f"bytes around position {position} of {path.name}: {around!r}"
+            encoding, line = _read_line(raw, position)
+            return f"{told}; the whole file decodes as {encoding}, where that line reads {line!r}"
     return None
+
+
+def _read_line(raw: bytes, position: int) -> tuple[str, str]:
+    """The 8-bit encoding that decodes all of `raw` (cp1252, else latin-1, which decodes any
+    bytes; a file with NUL bytes, such as UTF-16, is no input text here) and the line
+    holding byte `position` in it (one byte, one character)."""
+    for encoding in ("cp1252", "latin-1"):
+        with contextlib.suppress(UnicodeDecodeError):
+            return encoding, _line_at(raw.decode(encoding), position)
+    raise AssertionError("latin-1 decodes any bytes")
+
+
+def _line_at(text: str, index: int) -> str:
+    start = text.rfind("\n", 0, index) + 1
+    end = text.find("\n", index)
+    return text[start : len(text) if end == -1 else end][:MAX_LINE]

@@ -149,7 +149,20 @@ def test_names_in_a_crash_are_not_output_keys(tmp_path: Path) -> None:
 def test_a_decoding_error_shows_the_bytes_around_its_position(tmp_path: Path) -> None:
     ws = workspace(tmp_path, {"c.csv": "name\nIn\xe9s\n".encode("latin-1")})
     message = "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position 7: invalid"
-    assert input_evidence(message, ws) == "bytes around position 7 of c.csv: b'name\\nIn\\xe9s\\n'"
+    assert input_evidence(message, ws) == (
+        "bytes around position 7 of c.csv: b'name\\nIn\\xe9s\\n'; the whole file decodes as "
+        "cp1252, where that line reads 'Inés'"
+    )
+
+
+def test_a_decoding_error_reads_the_line_as_the_encoding_that_decodes_the_file(
+    tmp_path: Path,
+) -> None:
+    # 0x81 is no cp1252 character: latin-1, which decodes any bytes, reads it.
+    raw = "id,name\n1,Zoë\n".encode("latin-1") + b"2,A\x81\n"
+    ws = workspace(tmp_path, {"n.csv": raw})
+    message = "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xeb in position 12: invalid"
+    assert (input_evidence(message, ws) or "").endswith("latin-1, where that line reads '1,Zoë'")
 
 
 def test_nothing_when_the_value_is_not_in_the_inputs(tmp_path: Path) -> None:
