@@ -15,10 +15,12 @@ from memory.errors import LessonNotFoundError, MemoryUsageError
 from memory.index import LessonIndex
 from memory.redact import redact
 from memory.schema import INDEX_PENDING, LessonRow, to_lesson, utcnow
-from memory.types import Lesson, LessonStatus
+from memory.types import ERROR_TYPE_MAX_CHARS, SCOPE_MAX_CHARS, Lesson, LessonStatus
 
 TEXT_FIELDS = ("symptom", "root_cause", "fix", "applies_when")
 EDITABLE = ("scope", "error_type", *TEXT_FIELDS)
+# What an edit may not leave blank (`applies_when` may be: "whenever the symptom shows").
+REQUIRED = ("scope", "error_type", "symptom", "root_cause", "fix")
 
 
 def row_for_update(session: Any, lesson_id: str) -> LessonRow:
@@ -36,10 +38,27 @@ def update_lesson(
     current: Lesson,
     fields: Mapping[str, str],
 ) -> None:
-    """Apply `fields` (redacted) to the lesson, then re-embed and re-index it."""
+    """Apply `fields` (redacted) to the lesson, then re-embed and re-index it.
+
+    Refused (`MemoryUsageError`, nothing written): an unknown or blank required field, a
+    scope or error type over its bound (the store could not export it; PostgreSQL would
+    refuse it), and a merged lesson (undoing the merge restores it as it was merged, which
+    would drop the edit without a word)."""
     unknown = set(fields) - set(EDITABLE)
     if unknown:
         raise MemoryUsageError(f"not editable: {', '.join(sorted(unknown))}")
+    blank = [k for k in REQUIRED if k in fields and not fields[k].strip()]
+    if blank:
+        raise MemoryUsageError(f"{', '.join(blank)} cannot be empty")
+    bounds = {"scope": SCOPE_MAX_CHARS, "error_type": ERROR_TYPE_MAX_CHARS}
+    over = [
+        f"{k} ({len(fields[k])} characters)"
+        for k, n in bounds.items()
+        if len(fields.get(k, "")) > n
+    ]
+    if over:
+        limits = ", ".join(f"{k} {n}" for k, n in bounds.items())
+        raise MemoryUsageError(f"too long: {', '.join(over)}; at most {limits} characters")
     changes = {k: redact(v) if k in TEXT_FIELDS else v for k, v in fields.items()}
     new = current.model_copy(update=changes)
     dedup_vec, index_vec = embedder.embed(
@@ -48,6 +67,11 @@ def update_lesson(
 
     def write(session: Session) -> Written[None]:
         row = row_for_update(session, current.id)
+        if row.status == "merged":  # read under the row lock: a pass may just have merged it
+            raise MemoryUsageError(
+                f"lesson {current.id} is merged into {row.merged_into}: edit that lesson, "
+                "or undo the merge first"
+            )
         for key, value in changes.items():
             setattr(row, key, value)
         row.dedup_vector = pack(dedup_vec)

@@ -71,7 +71,13 @@ from memory.errors import MemoryUsageError
 from memory.redact import redact
 from memory.schema import INDEX_PENDING, LessonRow
 from memory.store import Memory
-from memory.types import Lesson, LessonFilter, LessonStatus
+from memory.types import (
+    ERROR_TYPE_MAX_CHARS,
+    SCOPE_MAX_CHARS,
+    Lesson,
+    LessonFilter,
+    LessonStatus,
+)
 
 FORMAT = "lessonloop.lessons"
 VERSION = 1
@@ -109,8 +115,8 @@ class LessonRecord(_Strict):
     """One lesson line of the format (see the module docstring). Every key is required."""
 
     id: str = Field(min_length=1, max_length=64)
-    scope: str = Field(min_length=1, max_length=200)
-    error_type: str = Field(min_length=1, max_length=100)
+    scope: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    error_type: str = Field(min_length=1, max_length=ERROR_TYPE_MAX_CHARS)
     symptom: str
     root_cause: str
     fix: str

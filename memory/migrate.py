@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import Connection, inspect
+from sqlalchemy import Connection, inspect, text
 from sqlmodel import Session
 
 from memory import counts
 from memory.errors import MemoryConfigError
 from memory.schema import TABLES, MetaRow
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 VERSION_KEY = "schema_version"
 
 Migration = Callable[[Connection], None]
@@ -58,8 +58,15 @@ def _v3_to_v4(conn: Connection) -> None:
     counts.install(conn)
 
 
+def _v4_to_v5(conn: Connection) -> None:
+    # Version 5 records why a run ended without an outcome (`runs.error`): such a run read
+    # as "running" forever.
+    if "error" not in {c["name"] for c in inspect(conn).get_columns("runs")}:
+        conn.execute(text("ALTER TABLE runs ADD COLUMN error TEXT NOT NULL DEFAULT ''"))
+
+
 # MIGRATIONS[n] takes a store from version n to n + 1.
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
 
 
 def stored_version(session: Session) -> int | None:

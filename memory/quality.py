@@ -70,6 +70,7 @@ class QualityReport(BaseModel):
     junk_rate: float | None
     runs: int
     finished_runs: int
+    aborted_runs: int  # ended without an outcome: a crashed model, an interrupt
     written: int
     recall_loops: int
     recall_loop_rate: float | None
@@ -185,6 +186,7 @@ def quality_report(memory: Memory) -> QualityReport:
         junk_rate=_rate(len(never | flagged), len(active)),
         runs=len(runs),
         finished_runs=sum(r.passed is not None for r in runs),
+        aborted_runs=sum(r.passed is None and bool(r.error) for r in runs),
         written=written,
         recall_loops=loops,
         recall_loop_rate=_rate(loops, written),

@@ -18,6 +18,9 @@ from memory.redact import redact
 from memory.schema import LessonRow, LessonUseRow, RunRow, to_run, to_use
 from memory.types import LessonUse, Page, RecallStage, Run
 
+# Why a run ended without an outcome, kept to this length (a traceback's last line fits).
+MAX_ERROR_CHARS = 500
+
 
 def _run_lock(run_id: str) -> str:
     return f"run:{run_id}"
@@ -134,6 +137,28 @@ def finish_run(
                     .where(col(LessonRow.id).in_(sorted(ids)))
                     .values({counter: counter + 1})
                 )
+        session.flush()
+        return to_run(run)
+
+
+def abort_run(db: Database, run_id: str, error: str) -> Run:
+    """A run that ended without an outcome: keep why, settle its pending uses as "aborted"
+    (no helped, no misled: the run said nothing about them). A finished or already aborted
+    run is left as it is; a run not recorded yet is recorded."""
+    with db.write(lock_scope=_run_lock(run_id)) as session:
+        run = _get_or_create(session, run_id)
+        if run.passed is not None or run.error:
+            return to_run(run)  # finished, or aborted before: the first word stands
+        run.error = redact(error)[:MAX_ERROR_CHARS] or "ended without an outcome"
+        session.add(run)
+        pending = session.exec(
+            select(LessonUseRow).where(
+                LessonUseRow.run_id == run_id, LessonUseRow.outcome == "pending"
+            )
+        ).all()
+        for use in pending:
+            use.outcome = "aborted"
+            session.add(use)
         session.flush()
         return to_run(run)
 

@@ -19,10 +19,17 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Index, LargeBinary, UniqueConstraint
+from sqlalchemy import JSON, Column, DateTime, Index, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from memory.types import Evidence, Lesson, LessonUse, Run
+from memory.types import (
+    ERROR_TYPE_MAX_CHARS,
+    SCOPE_MAX_CHARS,
+    Evidence,
+    Lesson,
+    LessonUse,
+    Run,
+)
 
 IndexState = str  # "pending" (SQL written, index not yet) | "indexed"
 INDEX_PENDING = "pending"
@@ -59,8 +66,8 @@ class LessonRow(SQLModel, table=True):
     )
 
     id: str = Field(primary_key=True, max_length=64)
-    scope: str = Field(max_length=200)
-    error_type: str = Field(max_length=100)
+    scope: str = Field(max_length=SCOPE_MAX_CHARS)
+    error_type: str = Field(max_length=ERROR_TYPE_MAX_CHARS)
     symptom: str
     root_cause: str
     fix: str
@@ -103,6 +110,8 @@ class RunRow(SQLModel, table=True):
     created_at: datetime = Field(
         default_factory=utcnow, sa_column=Column(DateTime(timezone=True), nullable=False)
     )
+    # Why the run ended without an outcome (a crashed model, an interrupt); "" otherwise.
+    error: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
 
 
 class LessonUseRow(SQLModel, table=True):
@@ -250,6 +259,7 @@ def to_run(row: RunRow) -> Run:
         recalled_lesson_ids=tuple(row.recalled_lesson_ids or ()),
         written_lesson_ids=tuple(row.written_lesson_ids or ()),
         created_at=aware(row.created_at),
+        error=row.error or "",
     )
 
 

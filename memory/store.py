@@ -340,6 +340,11 @@ class Memory(ConsolidationMethods):
             misled_ids=misled_ids,
         )
 
+    def abort_run(self, run_id: str, error: str) -> Run:
+        """The run ended without an outcome (`error` says why): its lessons' uses are settled
+        as "aborted", counting neither helped nor misled. A finished run is left as it is."""
+        return runs.abort_run(self._db, run_id, error)
+
     def get_run(self, run_id: str) -> Run:
         """One run by id."""
         return runs.get_run(self._db, run_id)

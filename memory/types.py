@@ -16,11 +16,15 @@ LessonStatus = Literal["candidate", "validated", "deprecated", "merged"]
 RecallStage = Literal["seed", "reflection"]
 # How the run a lesson was handed to ended; "outranked": a candidate of that run drawn
 # without the lesson did better (the lesson misled there, whatever the end).
-UseOutcome = Literal["pending", "passed", "failed", "outranked"]
+UseOutcome = Literal["pending", "passed", "failed", "outranked", "aborted"]
 AddAction = Literal["created", "merged_duplicate", "rejected_recall_loop"]
 LessonSort = Literal["created_at", "updated_at", "seen", "recalled", "helped", "misled"]
 
 T = TypeVar("T")
+# Bounds of a lesson's scope and error type: the SQL columns' sizes (PostgreSQL enforces them)
+# and the export format's; every write checks them, so a stored lesson always exports.
+SCOPE_MAX_CHARS = 200
+ERROR_TYPE_MAX_CHARS = 100
 
 
 class Evidence(BaseModel):
@@ -71,8 +75,8 @@ class MergedCounts(BaseModel):
 class LessonDraft(LessonText):
     """A lesson before it is stored: what a retrospective (or a person) proposes."""
 
-    scope: str = "default"
-    error_type: str
+    scope: str = Field(default="default", min_length=1, max_length=SCOPE_MAX_CHARS)
+    error_type: str = Field(min_length=1, max_length=ERROR_TYPE_MAX_CHARS)
     evidence: tuple[Evidence, ...] = ()
     status: LessonStatus = "candidate"
     # Lessons that were injected into the run that produced this draft (recall-loop guard).
@@ -195,6 +199,9 @@ class Run(BaseModel):
     recalled_lesson_ids: tuple[str, ...] = ()
     written_lesson_ids: tuple[str, ...] = ()
     created_at: datetime
+    # Why the run ended without an outcome (`passed` stays None): a crashed model, an
+    # interrupt. "" for a run that finished or is still going.
+    error: str = ""
 
 
 class LessonUse(BaseModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -185,6 +186,49 @@ def test_lesson_learned_in_one_run_is_recalled_in_the_next(tmp_path: Path) -> No
     )
     assert show.returncode == 0, show.stderr
     assert '"helped": 1' in show.stdout
+
+
+def test_a_run_that_ends_by_an_error_is_recorded_so_and_counts_no_lesson(tmp_path: Path) -> None:
+    """The model's server is gone mid-life: `run` exits 2, and the store says why the run
+    ended, instead of showing it as running forever with its recalled lesson's use pending."""
+    from memory import Memory, MiniLMEmbedder
+
+    task = make_bom_task(tmp_path / "bom_task")
+    store = tmp_path / "store"
+    first = lessonloop(
+        tmp_path,
+        {GEN: [code(BOM_CRASH)], REFINE: [fix(BOM_GOOD, "utf-8-sig")], LESSON: [ANALYSIS]},
+        str(task),
+        *("--memory", str(store), "--json"),
+    )
+    assert first.returncode == 0, first.stderr
+    (lesson_id,) = [w["id"] for w in json.loads(first.stdout)["lessons_written"]]
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {
+        **os.environ,
+        "LESSONLOOP_HOME": str(tmp_path / "home"),
+        "LESSONLOOP_OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
+        "LESSONLOOP_OPENAI_MAX_RETRIES": "0",
+    }
+    args = [str(task), "--memory", str(store), "--model", "openai:gone"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "agent", "run", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 2 and "cannot reach the server" in proc.stderr, proc.stderr
+    with Memory.open(str(store), embedder=MiniLMEmbedder()) as memory:
+        runs = memory.list_runs().items
+        crashed = [r for r in runs if r.passed is None]
+        assert len(runs) == 2 and len(crashed) == 1
+        assert "cannot reach the server" in crashed[0].error
+        assert crashed[0].recalled_lesson_ids == (lesson_id,)
+        assert [u.outcome for u in memory.uses(lesson_id)] == ["aborted"]
+        assert memory.get(lesson_id).misled == 0
 
 
 def test_a_teacher_model_writes_the_lesson(tmp_path: Path) -> None:

@@ -295,7 +295,7 @@ def _quality_section(q: QualityReport) -> str:
             _pct(q.lift_share),
             f"{q.with_lift} measured, {q.helpful} with positive lift",
         ),
-        ("runs", q.runs, f"{q.finished_runs} finished"),
+        ("runs", q.runs, f"{q.finished_runs} finished, {q.aborted_runs} ended by an error"),
     ]
     return "<h2>Memory hygiene</h2>\n" + _table(("figure", "value", "detail"), rows, "figures")
 

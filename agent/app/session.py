@@ -10,6 +10,7 @@ lifecycle in memory (`start_run`, `finish_run`); the CLI only calls it.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from pathlib import Path
 
@@ -31,6 +32,8 @@ from retrospectives.extract import Retrospective
 from retrospectives.learn import AutoConsolidation
 from retrospectives.learn import learn as learn_from_run
 from retrospectives.summary import ProcessSummary
+
+_log = logging.getLogger(__name__)
 
 
 class SessionResult(BaseModel):
@@ -195,9 +198,11 @@ def run_with_memory(
     With `consolidation` (and `learn`), a pass follows once enough lessons wait for one.
     """
     run_id = uuid.uuid4().hex[:12]
-    if memory is not None:
+    if memory is None:
+        result = agent.run(task, run_id=run_id)
+    else:
         start_run(memory, task, run_id)
-    result = agent.run(task, run_id=run_id)
+        result = _run_or_abort(agent, task, memory, run_id)
     _write_run_dir(result)
     if memory is None:
         return SessionResult(run=result)
@@ -218,6 +223,20 @@ def run_with_memory(
         process=report.retro.summary,
         consolidation=report.consolidation,
     )
+
+
+def _run_or_abort(agent: ReflectiveAgent, task: Task, memory: Memory, run_id: str) -> RunResult:
+    """`agent.run`; a run that raises (a crashed model, Ctrl-C) is recorded as ended without
+    an outcome, so it does not read as running forever, and the error goes on up."""
+    try:
+        return agent.run(task, run_id=run_id)
+    except BaseException as exc:
+        why = f"{type(exc).__name__}: {exc}".rstrip(": ")
+        try:
+            memory.abort_run(run_id, why)
+        except Exception:  # the store may be what failed: the run's own error matters more
+            _log.warning("could not record run %s as aborted", run_id, exc_info=True)
+        raise
 
 
 def _write_run_dir(result: RunResult) -> None:

@@ -265,3 +265,22 @@ def test_a_run_page_shows_what_its_pass_verified(
     (tmp_path / "runs" / plain.run_id).mkdir()
     (tmp_path / "runs" / plain.run_id / "trajectory.json").write_text(plain.model_dump_json())
     assert 'id="verified"' not in client(data).get(f"/runs/{plain.run_id}").text
+
+
+def test_a_run_that_ended_by_an_error_says_so_and_a_merged_lesson_takes_no_edit(
+    data: ConsoleData, memory: Memory
+) -> None:
+    web = client(data)
+    memory.record_run("r-crash", task_id="t", scope="ops")
+    memory.abort_run("r-crash", "BackendError: cannot reach the server")
+    page = web.get("/runs/r-crash").text
+    assert "ended by an error" in page and "cannot reach the server" in page
+    assert "running" not in web.get("/runs").text.split('id="runs"')[1]
+    # An edit POSTed to a merged lesson (the page shows no form) is refused, not lost later.
+    member, canonical = ids(memory)["KeyError:"], ids(memory)["RecursionError"]
+    memory.set_status(member, "merged", merged_into=canonical)
+    form = {"csrf": CSRF, "fix": "changed"}
+    refused = web.post(f"/lessons/{member}/edit", data=form)
+    assert refused.status_code == 409 and f"merged into {canonical}" in refused.text
+    too_long = web.post(f"/lessons/{canonical}/edit", data={"csrf": CSRF, "error_type": "E" * 150})
+    assert too_long.status_code == 409 and "too long: error_type" in too_long.text

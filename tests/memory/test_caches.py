@@ -200,7 +200,7 @@ def test_a_version_3_store_gets_counters_and_triggers_on_open(tmp_path: Path) ->
     finally:
         engine.dispose()
     with Memory.open(str(store), embedder=HashEmbedder()) as memory:
-        assert memory.schema_version() == SCHEMA_VERSION == 4
+        assert memory.schema_version() == SCHEMA_VERSION == 5
         db = Database.connect(sql_url(str(store / "memory.sqlite3")))
         try:
             with db.read() as session:

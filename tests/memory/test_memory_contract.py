@@ -348,6 +348,50 @@ def test_update_reembeds_and_redacts(store: Memory) -> None:
     assert store.check().clean
 
 
+def test_an_edit_that_would_break_the_store_is_refused_and_writes_nothing(store: Memory) -> None:
+    from memory.export import export_lines
+
+    lesson = store.add(draft(1)).lesson
+    other = store.add(draft(2)).lesson
+    assert lesson is not None and other is not None
+    for fields, said in (
+        ({"error_type": ""}, "error_type cannot be empty"),
+        ({"fix": "  \n"}, "fix cannot be empty"),
+        ({"scope": "s" * 201}, "too long: scope (201 characters)"),
+        ({"error_type": "E" * 101, "symptom": "kilo"}, "too long: error_type (101 characters)"),
+    ):
+        with pytest.raises(MemoryUsageError, match=said.replace("(", r"\(").replace(")", r"\)")):
+            store.update(lesson.id, **fields)  # type: ignore[arg-type]
+    assert store.get(lesson.id) == lesson
+    assert len(list(export_lines(store))) == 3  # the header and both lessons: still exports
+    # A merged member is refused: undoing the merge restores it as merged, losing the edit.
+    store.set_status(other.id, "merged", merged_into=lesson.id)
+    with pytest.raises(MemoryUsageError, match=f"merged into {lesson.id}: edit that lesson"):
+        store.update(other.id, fix="changed")
+    assert store.get(other.id).fix == "golf2 hotel2 india2"
+    assert store.check().clean
+    with pytest.raises(ValueError, match="at most 100 characters"):
+        draft(3, error_type="E" * 101)  # a draft past the bounds never reaches a store
+
+
+def test_a_run_that_ended_by_an_error_settles_its_uses_as_aborted(store: Memory) -> None:
+    lesson = store.add(draft(1)).lesson
+    assert lesson is not None
+    store.record_run("r-crash", task_id="t", scope="default")
+    store.report_use("r-crash", "seed", [lesson.id])
+    run = store.abort_run("r-crash", "BackendError: the model crashed (SIGSEGV) token=abc123secret")
+    assert run.passed is None and run.error.startswith("BackendError: the model crashed")
+    assert "abc123secret" not in run.error  # redacted like every text the memory keeps
+    assert [u.outcome for u in store.uses(lesson.id)] == ["aborted"]
+    after = store.get(lesson.id)
+    assert (after.recalled, after.helped, after.misled) == (1, 0, 0)
+    # A finished run is not aborted afterwards; aborting twice changes nothing.
+    store.record_run("r-done")
+    store.finish_run("r-done", True)
+    assert store.abort_run("r-done", "late").error == ""
+    assert store.abort_run("r-crash", "again").error.startswith("BackendError")
+
+
 def test_check_finds_and_repairs_drift(store: Memory) -> None:
     a = store.add(draft(1)).lesson
     b = store.add(draft(2)).lesson

@@ -44,12 +44,16 @@ def test_the_fixture_is_a_version_1_store(tmp_path: Path) -> None:
 def test_a_version_1_store_is_upgraded_and_keeps_everything(tmp_path: Path) -> None:
     store = v1_store(tmp_path)
     with Memory.open(str(store), embedder=HashEmbedder()) as memory:
-        assert memory.schema_version() == SCHEMA_VERSION == 4
+        assert memory.schema_version() == SCHEMA_VERSION == 5
         assert tables(store) >= {t.name for t in TABLES}
         currency, bom = memory.get(CURRENCY), memory.get(BOM)
         assert currency.scope == "billing" and currency.evidence[0].run_id == "run-v1"
         assert (bom.status, bom.recalled, bom.helped) == ("validated", 1, 1)
         assert memory.get_run("run-v1").passed is True
+        # Version 5's runs.error: old runs read "", a new run can end by an error.
+        assert memory.get_run("run-v1").error == ""
+        memory.record_run("run-v5")
+        assert memory.abort_run("run-v5", "BackendError: boom").error == "BackendError: boom"
         assert [u.outcome for u in memory.uses(BOM)] == ["passed"]
         # The index was not part of the fixture, and a store without a recorded index text
         # version is reindexed on open (memory.matchtext): SQL (the truth) rebuilt it.

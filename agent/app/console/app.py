@@ -27,7 +27,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from agent.app.console.data import EDITABLE, HYGIENE_WAIT_S, ConsoleData
+from agent.app.console.data import HYGIENE_WAIT_S, ConsoleData
 from agent.app.console.models import Decision
 from agent.app.console.security import CSRF_FIELD, GuardMiddleware, csrf_guard, new_csrf_token
 from memory import LessonFilter, LessonNotFoundError, MemoryUsageError
@@ -38,6 +38,9 @@ SORTS: tuple[LessonSort, ...] = ("created_at", "updated_at", "seen", "recalled",
 STATUSES = ("candidate", "validated", "deprecated", "merged")
 _HERE = Path(str(files("agent.app.console")))
 Endpoint = Callable[[Request], Awaitable[Response]]
+
+# The edit form, in reading order (what `Memory.update` may change).
+FORM_FIELDS = ("symptom", "root_cause", "fix", "applies_when", "scope", "error_type")
 
 
 def _when(value: datetime | None) -> str:
@@ -130,12 +133,12 @@ class Pages:
     async def lesson(self, request: Request) -> Response:
         lesson_id = request.path_params["lesson_id"]
         detail = await run_in_threadpool(lambda: self.data.lesson(lesson_id))
-        return self.render(request, "lesson.html", d=detail, editable=EDITABLE)
+        return self.render(request, "lesson.html", d=detail, editable=FORM_FIELDS)
 
     async def edit(self, request: Request) -> Response:
         lesson_id = request.path_params["lesson_id"]
         form = await request.form()
-        fields = {k: str(form[k]).replace("\r\n", "\n") for k in EDITABLE if k in form}
+        fields = {k: str(form[k]).replace("\r\n", "\n") for k in FORM_FIELDS if k in form}
         await run_in_threadpool(lambda: self.data.edit(lesson_id, fields, _client(request)))
         return RedirectResponse(f"/lessons/{lesson_id}?done=saved", status_code=303)
 

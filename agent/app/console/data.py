@@ -52,6 +52,7 @@ from memory import (
     Run,
     curate,
 )
+from memory.edit import EDITABLE
 from memory.quality import quality_report
 from memory.schema import utcnow
 from retrospectives import consolidate
@@ -64,8 +65,6 @@ SEARCH_BUDGET = 10_000_000
 # Hits shown per search. Recall's candidate pool is 4x the limit and its diversification
 # renders the picked block once per candidate: 50 took 2-4x as long as 20 on 100k lessons.
 SEARCH_LIMIT = 20
-EDITABLE = ("symptom", "root_cause", "fix", "applies_when", "scope", "error_type")
-REQUIRED = ("symptom", "root_cause", "fix", "scope", "error_type")
 FACETS_TTL_S = 30.0
 # The health page waits this long for a first hygiene computation (a small store is done).
 HYGIENE_WAIT_S = 3.0
@@ -181,9 +180,6 @@ class ConsoleData:
         unknown = set(fields) - set(EDITABLE)
         if unknown:
             raise MemoryUsageError(f"cannot edit {', '.join(sorted(unknown))}")
-        empty = [k for k in REQUIRED if k in fields and not fields[k].strip()]
-        if empty:
-            raise MemoryUsageError(f"{', '.join(empty)} cannot be empty")
         with self._store() as memory:
             before = memory.get(lesson_id)
             changed = {k: v for k, v in fields.items() if getattr(before, k) != v}
