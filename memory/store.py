@@ -87,6 +87,9 @@ class Memory(ConsolidationMethods):
         self._after_sql_commit = after_sql_commit
         self.lexical = LexicalIndex(db)
         self._drop_index_on_close = drop_index_on_close
+        # Set by `open`: the store was built with another embedder, and re-embedded as it
+        # opened (`reembed=True`); a caller then need not do it again.
+        self.reembedded_on_open = False
 
     # -- construction ------------------------------------------------------------------
 
@@ -156,7 +159,8 @@ class Memory(ConsolidationMethods):
             model, dim = stored or ("?", 0)
             raise EmbeddingMismatchError(
                 f"store holds {model} (dim {dim}) embeddings but was opened with "
-                f"{embedder.model_id} (dim {embedder.dim}); pass reembed=True to convert it"
+                f"{embedder.model_id} (dim {embedder.dim}); pass reembed=True to convert it "
+                "(`lessonloop memory reindex --reembed` with the new LESSONLOOP_EMBEDDER)"
             )
         index = LessonIndex(
             client, collection, model_id=embedder.model_id, dim=embedder.dim, reset_mismatch=reembed
@@ -171,6 +175,7 @@ class Memory(ConsolidationMethods):
         )
         if stale or index.was_reset:
             memory.reindex(reembed=True)
+            memory.reembedded_on_open = True
         elif wiring.index_text_outdated(db):
             # Embedded from another text (memory.matchtext): re-embed the index documents;
             # the dedup vectors (root cause + fix) did not change.

@@ -34,6 +34,15 @@ def locations(url_or_path: str, chroma_path: str | Path | None) -> tuple[str, Pa
     return url, None
 
 
+def store_exists(url_or_path: str) -> bool | None:
+    """Whether a local store is at `url_or_path` (its SQLite file); None for a database URL,
+    which only connecting can tell."""
+    if "://" in url_or_path:
+        return None
+    path = Path(url_or_path).expanduser()
+    return (path if path.suffix in _SQLITE_SUFFIXES else path / "memory.sqlite3").is_file()
+
+
 def connect(
     url_or_path: str, *, chroma_url: str | None, chroma_path: str | Path | None
 ) -> tuple[Database, Any]:

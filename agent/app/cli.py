@@ -356,4 +356,11 @@ app.add_typer(report_app)  # top-level `stats` and `report`
 
 
 def main() -> None:
-    app()
+    """The `lessonloop` command. Whatever command raised it, a user's error (ours, the
+    memory's, a bad LESSONLOOP_* value, a path the system refuses) is one line on stderr and
+    exit code 2; anything else is a bug and keeps its traceback."""
+    try:
+        app()
+    except (*USER_ERRORS, OSError) as exc:
+        err.print(Text("error: ", style="red") + Text(str(exc)))
+        raise SystemExit(2) from exc

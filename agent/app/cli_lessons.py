@@ -280,7 +280,7 @@ def import_cmd(
             nonblank = [line for line in lines if line.strip()]
         restore = bool(nonblank) and export.is_header(nonblank[0])
         with (
-            open_store(ctx) as memory,
+            open_store(ctx, existing=False) as memory,
             file.open(encoding="utf-8") as lines,
             progress_bar("importing", max(len(nonblank) - restore, 0), enabled=not as_json) as tick,
         ):

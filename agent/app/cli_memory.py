@@ -29,7 +29,7 @@ from rich.text import Text
 from agent.app.session import open_memory
 from agent.app.settings import Settings
 from memory import LessonMemoryError, Memory, MemoryUsageError
-from memory.types import DriftReport, Lesson
+from memory.types import DriftReport, Lesson, LessonFilter
 
 # Lesson texts come from logs and may hold "[...]": never let rich read them as markup.
 out = Console(markup=False, highlight=False)
@@ -75,13 +75,20 @@ def print_json(data: Any) -> None:
 
 
 @contextmanager
-def open_store(ctx: typer.Context) -> Iterator[Memory]:
-    """The configured store, closed afterwards; memory errors become exit codes."""
+def open_store(
+    ctx: typer.Context, *, existing: bool = True, reembed: bool = False
+) -> Iterator[Memory]:
+    """The configured store, closed afterwards; memory errors become exit codes.
+    `existing=False` for a command that may start a store (`lessons import`); `reembed`
+    converts a store built with another embedder (`session.open_memory`)."""
     choice = ctx.find_object(StoreChoice)
     try:
         settings = Settings.from_env(memory=choice.memory if choice else None)
-        memory = open_memory(settings)
-    except (ValidationError, LessonMemoryError) as exc:
+    except ValidationError as exc:
+        fail(f"a LESSONLOOP_* setting is invalid: {exc}", 2)
+    try:
+        memory = open_memory(settings, existing=existing, reembed=reembed)
+    except LessonMemoryError as exc:
         fail(f"cannot open the memory store: {exc}", 2)
     try:
         yield memory
@@ -184,10 +191,27 @@ def _memory(ctx: typer.Context, memory: MemoryOption = None) -> None:
 
 
 @memory_app.command()
-def reindex(ctx: typer.Context, as_json: JsonOption = False) -> None:
+def reindex(
+    ctx: typer.Context,
+    reembed: Annotated[
+        bool,
+        typer.Option(
+            "--reembed",
+            help="Convert a store built with another embedder to LESSONLOOP_EMBEDDER's "
+            "(dedup vectors too).",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
     """Rebuild the vector index from SQL (embeds every lesson again)."""
-    with open_store(ctx) as memory, progress_bar("reindexing", enabled=not as_json) as tick:
-        count = memory.reindex(progress=tick)
+    with (
+        open_store(ctx, reembed=reembed) as memory,
+        progress_bar("reindexing", enabled=not as_json) as tick,
+    ):
+        if memory.reembedded_on_open:  # converted as it opened: nothing left to do
+            count = memory.list_lessons(LessonFilter(limit=1)).total
+        else:
+            count = memory.reindex(reembed=reembed, progress=tick)
     if as_json:
         print_json({"indexed": count})
     else:

@@ -31,7 +31,7 @@ def stats_cmd(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Lesson counts; with --quality the duplicate, junk and recall-loop rates and lift share."""
-    store = open_memory(Settings.from_env(memory=memory))
+    store = open_memory(Settings.from_env(memory=memory), existing=True)
     try:
         summary = curate.lesson_stats(store, top=top)
         hygiene = quality_report(store) if quality else None
@@ -97,7 +97,7 @@ def report_cmd(
     """Write one static HTML page: benchmark curves, hygiene figures, top lessons."""
     settings = Settings.from_env(memory=memory)
     target = out_path or settings.home / "report.html"
-    store = None if no_memory else open_memory(settings)
+    store = None if no_memory else open_memory(settings, existing=True)
     try:
         path = build_report(target, results_dir=results_dir, memory=store)
     finally:

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agent.app.cli_memory import MemoryOption
 from agent.app.session import open_memory
 from agent.app.settings import Settings
 from agent.errors import LessonloopError
@@ -28,7 +29,7 @@ from retrospectives.worker import parse_duration, run_periodic, stop_on_signals
 
 retro_app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 out = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 def _embedder(ctx: typer.Context) -> Embedder | None:
@@ -76,21 +77,22 @@ def consolidate_cmd(
     judge: Annotated[
         bool, typer.Option("--judge/--no-judge", help="Model checks uncertain pairs")
     ] = False,
+    memory: MemoryOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Merge lessons that share a root cause (reversible: --undo MERGE_ID)."""
     try:
-        settings = Settings.from_env()
-        with open_memory(settings, _embedder(ctx)) as memory:
+        settings = Settings.from_env(memory=memory)
+        with open_memory(settings, _embedder(ctx), existing=True) as store:
             if undo_id is not None:
-                record = Consolidator(memory, llm=None).undo(undo_id)
+                record = Consolidator(store, llm=None).undo(undo_id)
                 if as_json:
                     sys.stdout.write(record.model_dump_json(indent=2) + "\n")
                 else:
                     out.print(f"undone {record.id}: {len(record.member_ids)} lessons restored")
                 return
             consolidator = Consolidator(
-                memory,
+                store,
                 llm=_llm(settings, use_model),
                 config=ConsolidationConfig(full=full, judge_uncertain=judge),
             )
@@ -100,7 +102,7 @@ def consolidate_cmd(
                     sys.stdout.write(_report_json(report) + "\n")
                 else:
                     _print_report(report)
-                apply_lift(memory)  # the periodic job also validates, flags and decays
+                apply_lift(store)  # the periodic job also validates, flags and decays
 
             if every is None:
                 show(consolidator.run())
@@ -128,6 +130,7 @@ def review_cmd(
     restore: Annotated[
         list[str] | None, typer.Option("--restore", help="Restore deprecated ID")
     ] = None,
+    memory: MemoryOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Lessons flagged for review (recalled into failing runs, or a deprecated lesson a
@@ -141,16 +144,18 @@ def review_cmd(
     )
     done: list[str] = []
     try:
-        with open_memory(Settings.from_env(), _embedder(ctx)) as memory:
-            report = apply_lift(memory)
+        with open_memory(Settings.from_env(memory=memory), _embedder(ctx), existing=True) as store:
+            report = apply_lift(store)
             # Status changes follow the curation rules (`memory.curate`), as everywhere.
             for ids, change in decisions:
                 for lesson_id in ids or ():
                     if change is not None:
-                        change(memory, lesson_id)
-                    memory.clear_review_flag(lesson_id)
+                        change(store, lesson_id)
+                    else:
+                        store.get(lesson_id)  # --keep of an unknown id is an error too
+                    store.clear_review_flag(lesson_id)
                     done.append(lesson_id)
-            open_flags = memory.review_flags()
+            open_flags = store.review_flags()
     except (LessonloopError, LessonMemoryError) as exc:
         err.print(f"[red]error:[/] {exc}")
         if done:

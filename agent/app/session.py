@@ -26,7 +26,9 @@ from agent.sandbox import Sandbox
 from agent.task import Task, load_task
 from memory import Embedder, Memory
 from memory.embeddings import resolve_embedder
+from memory.errors import MemoryConfigError
 from memory.types import AddAction, AddResult, NullRecall
+from memory.wiring import store_exists
 from retrospectives.consolidate import ConsolidationReport
 from retrospectives.extract import Retrospective
 from retrospectives.learn import AutoConsolidation
@@ -105,16 +107,33 @@ class SessionSummary(RunSummary):
     consolidation: ConsolidationSummary | None
 
 
-def open_memory(settings: Settings, embedder: Embedder | None = None) -> Memory:
+def open_memory(
+    settings: Settings,
+    embedder: Embedder | None = None,
+    *,
+    existing: bool = False,
+    reembed: bool = False,
+) -> Memory:
     """The configured store: `settings.memory` (path or SQLAlchemy URL), default ~/.lessonloop.
 
     The embedder of `settings.embedder` (MiniLM by default) unless another one is given.
+    `existing`: a command that only reads or edits lessons refuses a local path given
+    explicitly where no store is (a typo would otherwise answer from a new, empty store
+    and leave it there); the default store is made on first use either way. `reembed`:
+    convert a store built with another embedder (every lesson embedded again).
     """
-    location = settings.memory or str(settings.home / "memory")
+    given = settings.memory
+    if existing and given is not None and store_exists(given) is False:
+        raise MemoryConfigError(
+            f"no memory store at {given}: check the path (`lessonloop run` and "
+            "`lessonloop lessons import` create one)"
+        )
+    location = given or str(settings.home / "memory")
     return Memory.open(
         location,
         embedder=embedder or resolve_embedder(settings.embedder),
         chroma_url=settings.chroma_url,
+        reembed=reembed,
     )
 
 

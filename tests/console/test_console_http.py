@@ -125,6 +125,7 @@ def test_serve_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
 
 
 def test_served_with_a_token_the_printed_url_lets_a_browser_in(tmp_path: Path) -> None:
+    open_store(tmp_path / "store").close()  # serve reads a store; it starts none
     with console(tmp_path / "home", tmp_path / "store", tmp_path / "r", "--token", TOKEN) as url:
         assert url.endswith(f"/?token={TOKEN}") and url.startswith("http://127.0.0.1:")
         bare = url.split("?")[0]

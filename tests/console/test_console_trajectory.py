@@ -47,6 +47,7 @@ def test_rounds_carry_checks_lessons_and_notes() -> None:
     )
     one, two = rounds(result)
     assert one.recalled_lesson_ids == ("les_a",) and one.checks[0].kind == "runtime_error"
+    assert one.diffs[0].lines[0] == "--- nothing/solution.py"  # round 1 repaired no round
     assert two.fix_note == "strip" and two.diffs[0].name == "solution.py"
 
 

@@ -56,7 +56,7 @@ def serve(
 ) -> None:
     """Open the configured store and serve the console until interrupted."""
     check_bind(host, token)
-    memory = open_memory(settings)
+    memory = open_memory(settings, existing=True)
     try:
         data = ConsoleData(
             memory,

@@ -108,7 +108,8 @@ def rounds(result: RunResult) -> tuple[RoundView, ...]:
     for record in result.rounds:
         base = record.base_round
         before = chosen.get(base) if base is not None else None
-        label = f"round {base}"
+        # Round 1 writes its files from nothing: its diff is against no file.
+        label = f"round {base}" if base is not None else "nothing"
         if record.repaired is not None:  # a repair of the round's runner-up or bare line
             before, label = record.repaired.candidate, _repaired_label(record)
         views.append(

@@ -1,0 +1,127 @@
+"""A user's mistake is one `error:` line and exit code 2, whatever command meets it; and a
+command that only reads lessons never starts a store at a mistyped path.
+
+Each command runs as a real subprocess on a real SQLite + chromadb store.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory import HashEmbedder, LessonDraft, Memory
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("errors") / "store"
+    with Memory.open(str(path), embedder=HashEmbedder()) as memory:
+        memory.add(
+            LessonDraft(
+                error_type="KeyError",
+                symptom="KeyError: 'amount' on the first row",
+                root_cause="the header starts with a byte order mark",
+                fix="open the file with encoding='utf-8-sig'",
+            )
+        )
+    return path
+
+
+def lessonloop(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("LESSONLOOP_")}
+    return subprocess.run(
+        [sys.executable, "-m", "agent", *args],
+        capture_output=True,
+        text=True,
+        env={
+            **base,
+            "LESSONLOOP_HOME": str(tmp_path / "home"),
+            "LESSONLOOP_EMBEDDER": "hash",
+            **env,
+        },
+        timeout=300,
+    )
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str], says: str) -> None:
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr, proc.stderr
+    assert says in proc.stderr
+
+
+def test_a_bad_setting_is_an_error_line_for_every_command(tmp_path: Path, store: Path) -> None:
+    for args in (["stats"], ["report", "--no-memory"], ["review"], ["lessons", "list"]):
+        proc = lessonloop(
+            tmp_path, *args, LESSONLOOP_MAX_ROUNDS="abc", LESSONLOOP_MEMORY=str(store)
+        )
+        one_error_line(proc, "max_rounds")
+
+
+def test_a_path_the_system_refuses_is_an_error_line(tmp_path: Path, store: Path) -> None:
+    missing = tmp_path / "no_such_dir"
+    export = lessonloop(
+        tmp_path, "lessons", "--memory", str(store), "export", "--out", str(missing / "x.jsonl")
+    )
+    one_error_line(export, "No such file or directory")
+    blocked = tmp_path / "a_file"
+    blocked.write_text("not a directory")
+    report = lessonloop(tmp_path, "report", "--no-memory", "--out", str(blocked / "r.html"))
+    one_error_line(report, str(blocked))
+    assert not missing.exists()
+
+
+def test_reading_commands_refuse_a_path_where_no_store_is(tmp_path: Path, store: Path) -> None:
+    typo = tmp_path / "stroe"
+    for args in (
+        ["lessons", "--memory", str(typo), "list"],
+        ["stats", "--memory", str(typo)],
+        ["review", "--memory", str(typo)],
+        ["consolidate", "--memory", str(typo), "--no-model"],
+    ):
+        one_error_line(lessonloop(tmp_path, *args), f"no memory store at {typo}")
+    assert not typo.exists()  # nothing was started there
+    # The real path works, for the retrospective commands too (--memory, as everywhere).
+    listed = lessonloop(tmp_path, "lessons", "--memory", str(store), "list", "--json")
+    assert listed.returncode == 0 and "byte order mark" in listed.stdout
+    merged = lessonloop(tmp_path, "consolidate", "--memory", str(store), "--no-model", "--json")
+    assert merged.returncode == 0, merged.stderr
+    # An import may start a store.
+    export = tmp_path / "all.jsonl"
+    assert (
+        lessonloop(
+            tmp_path, "lessons", "--memory", str(store), "export", "--out", str(export)
+        ).returncode
+        == 0
+    )
+    fresh = tmp_path / "fresh"
+    imported = lessonloop(tmp_path, "lessons", "--memory", str(fresh), "import", str(export))
+    assert imported.returncode == 0, imported.stderr
+    assert (fresh / "memory.sqlite3").is_file()
+
+
+def test_keeping_an_unknown_lesson_is_an_error(tmp_path: Path, store: Path) -> None:
+    proc = lessonloop(tmp_path, "review", "--memory", str(store), "--keep", "les_nope")
+    one_error_line(proc, "les_nope")
+
+
+def test_a_store_changes_embedder_through_the_cli(tmp_path: Path) -> None:
+    path = tmp_path / "hash_store"
+    with Memory.open(str(path), embedder=HashEmbedder(64)) as memory:
+        for n in range(3):
+            memory.add(
+                LessonDraft(error_type="E", symptom=f"s{n}", root_cause=f"r{n}", fix=f"f{n}")
+            )
+    refused = lessonloop(tmp_path, "lessons", "--memory", str(path), "list")
+    one_error_line(refused, "lessonloop memory reindex --reembed")
+    converted = lessonloop(
+        tmp_path, "memory", "--memory", str(path), "reindex", "--reembed", "--json"
+    )
+    assert converted.returncode == 0 and '"indexed": 3' in converted.stdout, converted.stderr
+    listed = lessonloop(tmp_path, "lessons", "--memory", str(path), "list", "--json")
+    assert listed.returncode == 0 and listed.stdout.count('"id"') == 3
+    with Memory.open(str(path), embedder=HashEmbedder()) as memory:
+        assert memory.check().clean and not memory.reembedded_on_open
