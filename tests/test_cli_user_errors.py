@@ -125,3 +125,14 @@ def test_a_store_changes_embedder_through_the_cli(tmp_path: Path) -> None:
     assert listed.returncode == 0 and listed.stdout.count('"id"') == 3
     with Memory.open(str(path), embedder=HashEmbedder()) as memory:
         assert memory.check().clean and not memory.reembedded_on_open
+
+
+def test_an_export_is_restored_in_its_own_scopes_so_scope_is_refused(
+    tmp_path: Path, store: Path
+) -> None:
+    export = tmp_path / "all.jsonl"
+    done = lessonloop(tmp_path, "lessons", "--memory", str(store), "export", "--out", str(export))
+    assert done.returncode == 0, done.stderr
+    target = tmp_path / "other"
+    args = ("lessons", "--memory", str(target), "import", str(export), "--scope", "billing")
+    one_error_line(lessonloop(tmp_path, *args), "--scope applies to seed records")

@@ -265,8 +265,9 @@ def import_cmd(
         bool, typer.Option("--replace", help="Overwrite lessons whose id is already stored.")
     ] = False,
     scope: Annotated[
-        str, typer.Option("--scope", help="Scope of seed records that name none.")
-    ] = "default",
+        str | None,
+        typer.Option("--scope", help="Scope of seed records that name none (default: default)."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Import lessons: an export (restored exactly) or plain records (seeded: redaction, dedup).
@@ -279,6 +280,8 @@ def import_cmd(
         with file.open(encoding="utf-8") as lines:
             nonblank = [line for line in lines if line.strip()]
         restore = bool(nonblank) and export.is_header(nonblank[0])
+        if (restore or replace) and scope is not None:
+            fail("--scope applies to seed records: an export restores each lesson in its scope", 2)
         with (
             open_store(ctx, existing=False) as memory,
             file.open(encoding="utf-8") as lines,
@@ -287,7 +290,7 @@ def import_cmd(
             if restore or replace:
                 report = export.import_lessons(memory, lines, replace=replace, progress=tick)
             else:
-                seeded = seed.seed_lessons(memory, lines, scope=scope, progress=tick)
+                seeded = seed.seed_lessons(memory, lines, scope=scope or "default", progress=tick)
     except UnicodeDecodeError as exc:
         fail(f"{file} is not UTF-8 text: {exc}", 1)
     if not (restore or replace):
