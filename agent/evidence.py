@@ -403,6 +403,10 @@ def _read_line(raw: bytes, position: int) -> tuple[str, str]:
 
 
 def _line_at(text: str, index: int) -> str:
+    """The line holding `index`, cut to MAX_LINE characters around it (a long line or one
+    JSON document still shows the character that failed)."""
     start = text.rfind("\n", 0, index) + 1
     end = text.find("\n", index)
-    return text[start : len(text) if end == -1 else end][:MAX_LINE]
+    end = len(text) if end == -1 else end
+    start = max(start, min(index - MAX_LINE // 2, end - MAX_LINE))
+    return text[start:end][:MAX_LINE]

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agent.errors import TaskFormatError
+from memory.types import SCOPE_MAX_CHARS
 
 
 class Task(BaseModel):
@@ -24,7 +25,8 @@ class Task(BaseModel):
     check: str | None = None
     timeout_s: float = Field(default=60.0, gt=0)
     tags: tuple[str, ...] = ()
-    scope: str = "default"
+    # Lessons learned here are filed under it: the memory's bounds, checked before the run.
+    scope: str = Field(default="default", min_length=1, max_length=SCOPE_MAX_CHARS)
     # Directory holding task.toml and checker files (TASK_DIR for the check command).
     task_dir: Path | None = None
 

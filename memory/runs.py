@@ -116,6 +116,7 @@ def finish_run(
         if run is None:
             raise LessonNotFoundError(f"no run {run_id!r}")
         run.passed = passed
+        run.error = ""  # it did end with an outcome after all
         run.rounds = rounds
         run.prompt_tokens = prompt_tokens
         run.completion_tokens = completion_tokens

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Generic, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 LessonStatus = Literal["candidate", "validated", "deprecated", "merged"]
 RecallStage = Literal["seed", "reflection"]
@@ -81,6 +81,14 @@ class LessonDraft(LessonText):
     status: LessonStatus = "candidate"
     # Lessons that were injected into the run that produced this draft (recall-loop guard).
     injected_lesson_ids: tuple[str, ...] = ()
+
+    @field_validator("scope", "error_type")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        # What `Memory.update` refuses, `add` refuses too.
+        if not value.strip():
+            raise ValueError("cannot be blank")
+        return value
 
 
 class Lesson(BaseModel):

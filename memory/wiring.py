@@ -35,10 +35,13 @@ def locations(url_or_path: str, chroma_path: str | Path | None) -> tuple[str, Pa
 
 
 def store_exists(url_or_path: str) -> bool | None:
-    """Whether a local store is at `url_or_path` (its SQLite file); None for a database URL,
+    """Whether a local store is at `url_or_path` (its SQLite file); None for a server's URL,
     which only connecting can tell."""
     if "://" in url_or_path:
-        return None
+        url = sql_url(url_or_path)
+        if not url.startswith("sqlite:///") or url == "sqlite:///:memory:":
+            return None
+        return Path(url[len("sqlite:///") :]).is_file()
     path = Path(url_or_path).expanduser()
     return (path if path.suffix in _SQLITE_SUFFIXES else path / "memory.sqlite3").is_file()
 

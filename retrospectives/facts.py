@@ -22,6 +22,7 @@ from agent.stopping import actionable
 from memory.marks import INPUT_LABEL
 from memory.matchtext import drop_readings
 from memory.redact import redact
+from memory.types import ERROR_TYPE_MAX_CHARS
 from retrospectives.change import diff_summary
 
 _ROOT_CAUSE_LINE = re.compile(r"^\W*root cause\W*[:：]\s*(.+)$", re.IGNORECASE | re.MULTILINE)
@@ -71,7 +72,7 @@ def lesson_error_type(feedback: Feedback) -> str:
 
     The loop's reflection recall filters on both (`error_type`, `kind`), so either matches.
     """
-    return feedback.error_type or feedback.kind
+    return (feedback.error_type or feedback.kind)[:ERROR_TYPE_MAX_CHARS]
 
 
 def failure_steps(result: RunResult, *, diff_max_lines: int = 40) -> list[FailureStep]:

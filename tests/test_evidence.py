@@ -155,6 +155,16 @@ def test_a_decoding_error_shows_the_bytes_around_its_position(tmp_path: Path) ->
     )
 
 
+def test_a_decoding_error_deep_in_a_long_line_is_quoted_around_it(tmp_path: Path) -> None:
+    head = "".join(f'"name{n}", ' for n in range(40))  # one long JSON line
+    raw = head.encode() + '"Zoë"]'.encode("latin-1")
+    ws = workspace(tmp_path, {"names.json": raw})
+    at = len(head) + 3
+    message = f"UnicodeDecodeError: 'utf-8' codec can't decode byte 0xeb in position {at}: x"
+    quoted = (input_evidence(message, ws) or "").split("that line reads ")[1]
+    assert "Zoë" in quoted and len(quoted) <= 122  # the window, in quotes
+
+
 def test_a_decoding_error_reads_the_line_as_the_encoding_that_decodes_the_file(
     tmp_path: Path,
 ) -> None:

@@ -36,6 +36,10 @@ def test_load_task_reads_the_format(tmp_path: Path) -> None:
         ('goal = "g"\noutput = ["../escape.py"]\n', "relative path"),
         ('goal = "g"\noutput = ["/etc/passwd"]\n', "relative path"),
         ('goal = "g"\ntimeout_s = 0\n', "timeout_s"),
+        # Lessons are filed under the scope: one the memory cannot store fails here, not
+        # after the run.
+        ('goal = "g"\nscope = ""\n', "scope"),
+        (f'goal = "g"\nscope = "{"s" * 201}"\n', "scope"),
     ],
 )
 def test_malformed_task_is_a_clear_error(tmp_path: Path, toml: str, message: str) -> None:

@@ -357,10 +357,15 @@ app.add_typer(report_app)  # top-level `stats` and `report`
 
 def main() -> None:
     """The `lessonloop` command. Whatever command raised it, a user's error (ours, the
-    memory's, a bad LESSONLOOP_* value, a path the system refuses) is one line on stderr and
-    exit code 2; anything else is a bug and keeps its traceback."""
+    memory's, a bad LESSONLOOP_* value, a file or directory the system refuses) is one line on
+    stderr and exit code 2; anything else is a bug and keeps its traceback."""
     try:
         app()
+    except BrokenPipeError:  # `lessonloop ... | head`: the reader left, nothing to say
+        sys.stderr.close()
+        raise SystemExit(1) from None
     except (*USER_ERRORS, OSError) as exc:
-        err.print(Text("error: ", style="red") + Text(str(exc)))
+        if isinstance(exc, OSError) and exc.filename is None:
+            raise  # not a path the user gave (a leak, a limit): a bug keeps its traceback
+        err.print(Text("error: ", style="red") + Text(str(exc) or type(exc).__name__))
         raise SystemExit(2) from exc

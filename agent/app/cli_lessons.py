@@ -33,7 +33,15 @@ from agent.app.cli_memory import (
 from memory import LessonLift, Memory, curate, export, seed
 from memory.ranking import RecallConfig
 from memory.seedgate import gate_types, seed_gate
-from memory.types import Lesson, LessonFilter, LessonQuery, LessonSort, LessonUse, Page
+from memory.types import (
+    SCOPE_MAX_CHARS,
+    Lesson,
+    LessonFilter,
+    LessonQuery,
+    LessonSort,
+    LessonUse,
+    Page,
+)
 
 # A person searching wants every similar lesson up to --limit, not the prompt's token budget.
 _SEARCH_BUDGET = 10_000_000
@@ -282,6 +290,8 @@ def import_cmd(
         restore = bool(nonblank) and export.is_header(nonblank[0])
         if (restore or replace) and scope is not None:
             fail("--scope applies to seed records: an export restores each lesson in its scope", 2)
+        if scope is not None and not 0 < len(scope.strip()) <= SCOPE_MAX_CHARS:
+            fail(f"--scope must be 1 to {SCOPE_MAX_CHARS} characters, not blank", 2)
         with (
             open_store(ctx, existing=False) as memory,
             file.open(encoding="utf-8") as lines,

@@ -117,9 +117,10 @@ def open_memory(
     """The configured store: `settings.memory` (path or SQLAlchemy URL), default ~/.lessonloop.
 
     The embedder of `settings.embedder` (MiniLM by default) unless another one is given.
-    `existing`: a command that only reads or edits lessons refuses a local path given
-    explicitly where no store is (a typo would otherwise answer from a new, empty store
-    and leave it there); the default store is made on first use either way. `reembed`:
+    `existing`: a command that only reads or edits lessons refuses a configured local path
+    (`--memory` or LESSONLOOP_MEMORY; a `sqlite:///` URL too) where no store is: a typo
+    would otherwise answer from a new, empty store and leave it there. The default store
+    is made on first use either way. `reembed`:
     convert a store built with another embedder (every lesson embedded again).
     """
     given = settings.memory

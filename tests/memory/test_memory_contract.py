@@ -390,6 +390,10 @@ def test_a_run_that_ended_by_an_error_settles_its_uses_as_aborted(store: Memory)
     store.finish_run("r-done", True)
     assert store.abort_run("r-done", "late").error == ""
     assert store.abort_run("r-crash", "again").error.startswith("BackendError")
+    # A run finished after all (the Python API allows it) no longer says it ended by an error.
+    assert store.finish_run("r-crash", False).error == ""
+    with pytest.raises(ValueError, match="cannot be blank"):
+        LessonDraft(error_type=" ", symptom="s", root_cause="r", fix="f")
 
 
 def test_check_finds_and_repairs_drift(store: Memory) -> None:
