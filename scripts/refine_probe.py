@@ -55,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     from agent.app.settings import Settings
     from agent.llm.resolve import resolve_llm
 
+    if a.out:  # before any model call: a bad --out must not cost a generation
+        a.out.parent.mkdir(parents=True, exist_ok=True)
     run = RunResult.model_validate_json(a.run.read_text())
     rounds = {r.round: r for r in run.rounds}
     probed = rounds.get(a.round)
