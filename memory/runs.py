@@ -93,6 +93,14 @@ def report_use(db: Database, run_id: str, stage: RecallStage, lesson_ids: Sequen
         session.add(run)
 
 
+def _pending_uses(session: Session, run_id: str) -> list[LessonUseRow]:
+    """The run's uses not settled yet."""
+    query = select(LessonUseRow).where(
+        LessonUseRow.run_id == run_id, LessonUseRow.outcome == "pending"
+    )
+    return list(session.exec(query).all())
+
+
 def finish_run(
     db: Database,
     run_id: str,
@@ -121,11 +129,7 @@ def finish_run(
         run.prompt_tokens = prompt_tokens
         run.completion_tokens = completion_tokens
         session.add(run)
-        pending = session.exec(
-            select(LessonUseRow).where(
-                LessonUseRow.run_id == run_id, LessonUseRow.outcome == "pending"
-            )
-        ).all()
+        pending = _pending_uses(session, run_id)
         for use in pending:
             use.outcome = "outranked" if use.lesson_id in outranked else outcome
             session.add(use)
@@ -152,11 +156,7 @@ def abort_run(db: Database, run_id: str, error: str) -> Run:
             return to_run(run)  # finished, or aborted before: the first word stands
         run.error = redact(error)[:MAX_ERROR_CHARS] or "ended without an outcome"
         session.add(run)
-        pending = session.exec(
-            select(LessonUseRow).where(
-                LessonUseRow.run_id == run_id, LessonUseRow.outcome == "pending"
-            )
-        ).all()
+        pending = _pending_uses(session, run_id)
         for use in pending:
             use.outcome = "aborted"
             session.add(use)

@@ -79,6 +79,17 @@ def lessonloop(tmp_path: Path, replies: object, *args: str) -> subprocess.Comple
     )
 
 
+def run_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`lessonloop run ARGS` with exactly `env` (the model is in ARGS)."""
+    return subprocess.run(
+        [sys.executable, "-m", "agent", "run", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
 def test_run_json_without_memory(tmp_path: Path) -> None:
     task = make_task_dir(tmp_path / "task")
     proc = lessonloop(
@@ -213,13 +224,7 @@ def test_a_run_that_ends_by_an_error_is_recorded_so_and_counts_no_lesson(tmp_pat
         "LESSONLOOP_OPENAI_MAX_RETRIES": "0",
     }
     args = [str(task), "--memory", str(store), "--model", "openai:gone"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "agent", "run", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    proc = run_cli(args, env)
     assert proc.returncode == 2 and "cannot reach the server" in proc.stderr, proc.stderr
     with Memory.open(str(store), embedder=MiniLMEmbedder()) as memory:
         runs = memory.list_runs().items
@@ -296,13 +301,7 @@ def test_each_misconfiguration_is_one_clear_error_line(
         args[2] = "foo:bar"
     else:
         args[2] = "openai:gpt-4o-mini"
-    proc = subprocess.run(
-        [sys.executable, "-m", "agent", "run", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    proc = run_cli(args, env)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert proc.stderr.startswith("error: ") and expected in proc.stderr
     assert "Traceback" not in proc.stderr
