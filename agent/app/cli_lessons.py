@@ -16,6 +16,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from agent.app.cli_lessons_print import print_import, print_lift, print_seed, print_uses
 from agent.app.cli_memory import (
     JsonOption,
     MemoryOption,
@@ -28,9 +29,8 @@ from agent.app.cli_memory import (
     progress_bar,
     remember_store,
     status_text,
-    when,
 )
-from memory import LessonLift, Memory, curate, export, seed
+from memory import Memory, curate, export, seed
 from memory.ranking import RecallConfig
 from memory.seedgate import gate_types, seed_gate
 from memory.types import (
@@ -39,7 +39,6 @@ from memory.types import (
     LessonFilter,
     LessonQuery,
     LessonSort,
-    LessonUse,
     Page,
 )
 
@@ -135,39 +134,8 @@ def show(ctx: typer.Context, lesson_id: LessonId, as_json: JsonOption = False) -
         )
         return
     print_lesson(lesson)
-    _print_uses(uses)
-    _print_lift(lift)
-
-
-def _print_uses(uses: list[LessonUse]) -> None:
-    out.print(Text(f"\nuses ({len(uses)})", style="bold"))
-    if not uses:
-        out.print("never handed to a run")
-        return
-    table = Table()
-    for name in ("when (UTC)", "run", "stage", "outcome"):
-        table.add_column(name)
-    for u in uses:
-        table.add_row(when(u.created_at), u.run_id, u.stage, u.outcome)
-    out.print(table)
-
-
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def _print_lift(lift: LessonLift | None) -> None:
-    out.print(Text("\nlift", style="bold"))
-    if lift is None or lift.n == 0:
-        out.print("no finished run was given this lesson yet")
-        return
-    out.print(
-        f"with it: {lift.passed}/{lift.n} passed ({_rate(lift.rate)}, 95% CI "
-        f"{lift.low:.2f}-{lift.high:.2f}), mean rounds {_rate(lift.rounds_with)}\n"
-        f"baseline ({lift.baseline_kind}): {lift.baseline_passed}/{lift.baseline_n} passed "
-        f"({_rate(lift.baseline_rate)}), mean rounds {_rate(lift.rounds_without)}\n"
-        f"lift: {'-' if lift.lift is None else f'{lift.lift:+.2f}'}"
-    )
+    print_uses(uses)
+    print_lift(lift)
 
 
 @lessons_app.command()
@@ -304,50 +272,16 @@ def import_cmd(
     except UnicodeDecodeError as exc:
         fail(f"{file} is not UTF-8 text: {exc}", 1)
     if not (restore or replace):
-        _print_seed(seeded, as_json)
+        print_seed(seeded, as_json)
         if not seeded.ok:
             raise typer.Exit(1)
         return
     if as_json:
         print_json(report.model_dump(mode="json"))
     else:
-        _print_import(report)
+        print_import(report)
     if not report.ok:
         raise typer.Exit(1)
-
-
-def _print_seed(report: seed.SeedReport, as_json: bool) -> None:
-    if as_json:
-        print_json(report.model_dump(mode="json"))
-        return
-    out.print(
-        f"seeded {report.count('created'):,} new lessons, "
-        f"{report.count('merged_duplicate'):,} folded into stored ones, "
-        f"{report.count('rejected_recall_loop'):,} refused, bad lines {report.count('error'):,}"
-    )
-    for line in report.lines:
-        if line.action == "error":
-            out.print(Text(f"line {line.line}: ", style="red") + Text(line.message))
-
-
-def _print_import(report: export.ImportReport) -> None:
-    out.print(
-        f"imported {len(report.imported):,}, replaced {len(report.replaced):,}, "
-        f"skipped {len(report.skipped):,}, bad lines {len(report.errors):,}"
-    )
-    if report.skipped:
-        out.print(f"skipped ids are already stored (--replace overwrites): {_ids(report.skipped)}")
-    for e in report.errors:
-        out.print(Text(f"line {e.line}: ", style="red") + Text(e.message))
-    if report.dangling_links:
-        out.print(
-            Text("merge links to lessons in neither the file nor the store: ", style="yellow")
-            + Text(_ids(report.dangling_links))
-        )
-
-
-def _ids(ids: tuple[str, ...]) -> str:
-    return ", ".join(ids[:10]) + (f" ... +{len(ids) - 10:,} more" if len(ids) > 10 else "")
 
 
 @lessons_app.command()
