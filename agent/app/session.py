@@ -120,8 +120,8 @@ def open_memory(
     `existing`: a command that only reads or edits lessons refuses a configured local path
     (`--memory` or LESSONLOOP_MEMORY; a `sqlite:///` URL too) where no store is: a typo
     would otherwise answer from a new, empty store and leave it there. The default store
-    is made on first use either way. `reembed`:
-    convert a store built with another embedder (every lesson embedded again).
+    is made on first use either way. `reembed`: convert a store built with another
+    embedder (every lesson embedded again).
     """
     given = settings.memory
     if existing and given is not None and store_exists(given) is False:
