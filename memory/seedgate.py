@@ -183,3 +183,21 @@ def passes_seed_gate(query: LessonQuery, best: float, config: RecallConfig) -> b
     """False when a seed-stage query's best candidate (cosine `best`) stays below
     `seed_gate(config)`."""
     return not seed_gated(query) or best >= seed_gate(config)
+
+
+def why_nothing(query: LessonQuery, config: RecallConfig) -> str:
+    """Why recall answered `query` with nothing, for a person or an assistant searching: the
+    scope it looked in and the gates it applied (the floor, the error types the text states)."""
+    kind = f" of type {', '.join(query.error_types)}" if query.error_types else ""
+    where = f"no lesson{kind} in scope {query.scope!r}"
+    where += " or 'global'" if query.include_global else ""
+    if query.min_similarity is not None:
+        return f"{where} has similarity >= {query.min_similarity:.2f}"
+    gates = [f"the best must reach similarity {seed_gate(config):.2f}"]
+    stated = gate_types(query, stated=config.seed_stated_types) - set(query.error_types)
+    if stated:
+        gates.append(
+            f"the text states {', '.join(sorted(stated))}: "
+            "a lesson of one of those types must pass that cut"
+        )
+    return f"{where} passed recall's gates ({'; '.join(gates)})"

@@ -169,7 +169,11 @@ def test_search_lists_or_finds_and_top_renders(tools: LessonTools) -> None:
     listed = tools.search_lessons("billing")
     assert listed.total == 2 and len(listed.lessons) == 2
     found = tools.search_lessons("billing", text="byte order mark header", error_type="KeyError")
-    assert [x.lesson.error_type for x in found.lessons] == ["KeyError"]
+    assert [x.lesson.error_type for x in found.lessons] == ["KeyError"] and found.note == ""
+    # Nothing passed the gates: the answer says where it looked and why, not just "0".
+    nothing = tools.search_lessons("billing", text="qwertyuiop zxcvbnm")
+    assert nothing.total == 0 and nothing.note.startswith("no lesson in scope 'billing' passed")
+    assert "search without text lists" in nothing.note
     top = tools.top_lessons("billing")
     assert top.startswith("Top lessons of scope 'billing' (2 active)")
     assert "utf-8-sig" in top

@@ -31,8 +31,7 @@ from agent.app.cli_memory import (
     status_text,
 )
 from memory import Memory, curate, export, seed
-from memory.ranking import RecallConfig
-from memory.seedgate import gate_types, seed_gate
+from memory.seedgate import why_nothing
 from memory.types import (
     SCOPE_MAX_CHARS,
     Lesson,
@@ -45,6 +44,7 @@ from memory.types import (
 # A person searching wants every similar lesson up to --limit, not the prompt's token budget.
 _SEARCH_BUDGET = 10_000_000
 _SEARCH_POOL = 50  # LessonQuery.limit allows at most 50
+MIN_SIMILARITY_HINT = "; --min-similarity 0 lifts them and shows the nearest lessons"
 
 
 class StatusChoice(StrEnum):
@@ -179,30 +179,11 @@ def search(
         print_json([h.model_dump(mode="json") for h in hits])
         return
     if not hits:
-        out.print(_why_empty(query, config))
+        lift = "" if query.min_similarity is not None else MIN_SIMILARITY_HINT
+        out.print(why_nothing(query, config) + lift)
         return
     for rank, hit in enumerate(hits, start=1):
         print_lesson_line(hit.lesson, f"{rank:>2}. {hit.similarity:.3f} (score {hit.score:.3f})  ")
-
-
-def _why_empty(query: LessonQuery, config: RecallConfig) -> str:
-    """What `lessons search` answers when recall found nothing: the gates it applied."""
-    kind = f" of type {', '.join(query.error_types)}" if query.error_types else ""
-    where = f"no lesson{kind} in scope {query.scope!r}"
-    where += " or 'global'" if query.include_global else ""
-    if query.min_similarity is not None:
-        return f"{where} has similarity >= {query.min_similarity:.2f}"
-    gates = [f"the best must reach similarity {seed_gate(config):.2f}"]
-    stated = gate_types(query, stated=config.seed_stated_types) - set(query.error_types)
-    if stated:
-        gates.append(
-            f"the text states {', '.join(sorted(stated))}: "
-            "a lesson of one of those types must pass that cut"
-        )
-    return (
-        f"{where} passed recall's gates ({'; '.join(gates)}); "
-        "--min-similarity 0 lifts them and shows the nearest lessons"
-    )
 
 
 @lessons_app.command("export")

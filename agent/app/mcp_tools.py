@@ -32,6 +32,7 @@ from memory.lift import LessonLift
 from memory.recall import scopes_of
 from memory.redact import secret_kinds
 from memory.render import render_lesson, render_lessons
+from memory.seedgate import why_nothing
 from memory.types import (
     AddAction,
     Evidence,
@@ -56,6 +57,7 @@ ACTIVE: tuple[LessonStatus, ...] = ("candidate", "validated")
 # A person (or an assistant) searching wants every match up to `limit`, not a prompt budget.
 _SEARCH_BUDGET = 10_000_000
 _SEARCH_POOL = 50  # LessonQuery.limit allows at most 50
+_LIST_HINT = "; search without text lists the scope's lessons"
 
 
 class LessonView(BaseModel):
@@ -110,6 +112,8 @@ class SearchAnswer(BaseModel):
     lessons: tuple[RecalledLesson, ...]
     # Every lesson that matched (a page may show fewer); by meaning, of the 50 best at most.
     total: int
+    # When a search by meaning found nothing: where it looked and the gates it applied.
+    note: str = ""
 
 
 class RecordAnswer(BaseModel):
@@ -284,21 +288,23 @@ class LessonTools:
                 )
                 return SearchAnswer(lessons=views, total=page.total)
             types = (error_type,) if error_type else ()
-            hits = self.memory.recall(
-                LessonQuery(
-                    text=text,
-                    scope=scope,
-                    include_global=include_global,
-                    error_types=types,
-                    # Recall gates on error types and then ranks every type: ask for the whole
-                    # pool and keep the asked type (as `lessonloop lessons search` does).
-                    limit=_SEARCH_POOL,
-                    token_budget=_SEARCH_BUDGET,
-                )
+            query = LessonQuery(
+                text=text,
+                scope=scope,
+                include_global=include_global,
+                error_types=types,
+                # Recall gates on error types and then ranks every type: ask for the whole
+                # pool and keep the asked type (as `lessonloop lessons search` does).
+                limit=_SEARCH_POOL,
+                token_budget=_SEARCH_BUDGET,
             )
+            hits = self.memory.recall(query)
         if types:
             hits = [h for h in hits if h.lesson.error_type in types]
-        return SearchAnswer(lessons=_recalled(hits[offset : offset + limit]), total=len(hits))
+        note = "" if hits else why_nothing(query, self.memory.recall_config) + _LIST_HINT
+        return SearchAnswer(
+            lessons=_recalled(hits[offset : offset + limit]), total=len(hits), note=note
+        )
 
     def record_lesson(
         self,
