@@ -24,6 +24,7 @@ import pytest
 
 from agent.app.settings import Settings
 from agent.llm import Message
+from agent.llm.local import default_threads
 from agent.llm.model_file import QWEN_CODER_05B, bundled_model_path
 from agent.llm.openai import OpenAICompatibleLLM
 from retrospectives.extract import FALLBACK_UNAVAILABLE, LessonAnalysis
@@ -55,13 +56,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     settings = Settings(home=tmp_path_factory.mktemp("home"), cache=CACHE)
     model = bundled_model_path(settings.cache_dir, QWEN_CODER_05B)
     port = _free_port()
+    threads = str(settings.n_threads or default_threads())
     log = tmp_path_factory.mktemp("server") / "server.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
             [
                 *(sys.executable, "-m", "llama_cpp.server", "--model", str(model)),
                 *("--model_alias", ALIAS, "--host", "127.0.0.1", "--port", str(port)),
-                *("--n_ctx", "8192", "--n_threads", str(settings.n_threads), "--seed", "7"),
+                *("--n_ctx", "8192", "--n_threads", threads, "--seed", "7"),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
