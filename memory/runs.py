@@ -13,7 +13,7 @@ from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
 from memory.db import Database
-from memory.errors import LessonNotFoundError
+from memory.errors import LessonNotFoundError, MemoryUsageError
 from memory.redact import redact
 from memory.schema import LessonRow, LessonUseRow, RunRow, to_run, to_use
 from memory.types import LessonUse, Page, RecallStage, Run
@@ -59,7 +59,8 @@ def report_use(db: Database, run_id: str, stage: RecallStage, lesson_ids: Sequen
     """Record that `lesson_ids` were put into the run's prompt at `stage`; bump `recalled`.
 
     Reporting the same (lesson, run, stage) twice counts once. An unknown run is created on
-    the fly (the loop may report before, or without, `record_run`).
+    the fly (the loop may report before, or without, `record_run`). A run that has ended
+    (finished or aborted) takes no more uses: they would stay pending, counted nowhere.
     """
     wanted = list(dict.fromkeys(lesson_ids))
     if not wanted:
@@ -70,6 +71,11 @@ def report_use(db: Database, run_id: str, stage: RecallStage, lesson_ids: Sequen
         if missing:
             raise LessonNotFoundError(f"no lesson(s) {', '.join(missing)}")
         run = _get_or_create(session, run_id)
+        if run.passed is not None or run.error:
+            ended = "aborted" if run.error else ("passed" if run.passed else "failed")
+            raise MemoryUsageError(
+                f"run {run_id!r} has ended ({ended}): report uses before finishing the run"
+            )
         already = set(
             session.exec(
                 select(LessonUseRow.lesson_id).where(

@@ -390,6 +390,11 @@ def test_a_run_that_ended_by_an_error_settles_its_uses_as_aborted(store: Memory)
     store.finish_run("r-done", True)
     assert store.abort_run("r-done", "late").error == ""
     assert store.abort_run("r-crash", "again").error.startswith("BackendError")
+    # An ended run takes no more uses: they would stay pending, counted nowhere.
+    for ended, word in (("r-crash", "aborted"), ("r-done", "passed")):
+        with pytest.raises(MemoryUsageError, match=f"has ended \\({word}\\)"):
+            store.report_use(ended, "reflection", [lesson.id])
+    assert [u.outcome for u in store.uses(lesson.id)] == ["aborted"]
     # A run finished after all (the Python API allows it) no longer says it ended by an error.
     assert store.finish_run("r-crash", False).error == ""
     with pytest.raises(ValueError, match="cannot be blank"):
