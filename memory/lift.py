@@ -5,7 +5,10 @@ Per lesson, from settled `lesson_uses` and finished `runs`:
 - a Wilson 95 % interval on that pass rate (honest for small n: 1/1 is [0.21, 1.0]);
 - the baseline: finished runs of the same scope that met the same error type (they
   recalled or wrote a lesson of that type) but were not given this lesson; if there are
-  none, every finished run of the scope without it (`baseline_kind="scope"`);
+  none, every finished run of the scope without it (`baseline_kind="scope"`). A "global"
+  lesson applies in every scope: its baseline scopes are "global" and the scopes of the
+  runs it was given to. A run of another scope that was given a lesson (the Python API
+  allows it) counts in the lesson's n, never against a baseline it is not part of;
 - lift = pass rate - baseline pass rate, and mean rounds with and without.
 
 Baselines are computed once per (scope, error type) and the lesson's own runs subtracted,
@@ -28,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlmodel import col, select
 
 from memory.db import Database
+from memory.recall import GLOBAL_SCOPE
 from memory.schema import LessonRow, LessonUseRow, ReviewRow, RunRow, aware, utcnow
 from memory.types import LessonStatus
 
@@ -83,6 +87,12 @@ class _Agg:
         self.passed += sign * int(ok)
         self.rounds += sign * rounds
 
+    def add_all(self, other: _Agg | None) -> None:
+        if other is not None:
+            self.n += other.n
+            self.passed += other.passed
+            self.rounds += other.rounds
+
 
 def _rate(agg: _Agg) -> float | None:
     return agg.passed / agg.n if agg.n else None
@@ -104,14 +114,21 @@ def lesson_lift(db: Database, lesson_ids: Sequence[str] | None = None) -> list[L
         if len(wanted) <= _FEW:  # a page of lessons: read their uses only (indexed)
             use_query = use_query.where(col(LessonUseRow.lesson_id).in_(list(wanted)))
         uses = [u for u in session.exec(use_query).all() if u[0] in wanted]
-        scopes = sorted({row.scope for row in lessons})
-        # The baseline comes from the lessons' scopes; a lesson's own runs may be elsewhere.
-        used_in = {u[1] for u in uses}
-        finished = {
+        done = {
             r.id: r
             for r in session.exec(select(RunRow).where(col(RunRow.passed).is_not(None))).all()
-            if r.scope in scopes or r.id in used_in
         }
+        used_by: dict[str, set[str]] = defaultdict(set)
+        for lesson_id, run_id, _ in uses:
+            if run_id in done:
+                used_by[lesson_id].add(run_id)
+        base_scopes = {
+            row.id: _baseline_scopes(row, [done[r] for r in used_by[row.id]]) for row in lessons
+        }
+        scopes = set().union(*base_scopes.values())
+        used_in = set().union(*used_by.values())
+        # The baselines come from those scopes; a lesson's own runs may be elsewhere.
+        finished = {i: r for i, r in done.items() if r.scope in scopes or i in used_in}
         # Error types of the lessons finished runs met (the baselines); not every lesson's.
         met = {
             i
@@ -123,12 +140,9 @@ def lesson_lift(db: Database, lesson_ids: Sequence[str] | None = None) -> list[L
             type_query = type_query.where(col(LessonRow.id).in_(list(met)))
         type_of = dict(session.exec(type_query).all())
     runs = [r for r in finished.values() if r.scope in scopes]
-    used_by: dict[str, set[str]] = defaultdict(set)
     last_used: dict[str, datetime] = {}
-    for lesson_id, run_id, created in uses:
+    for lesson_id, _, created in uses:
         last_used[lesson_id] = max(aware(created), last_used.get(lesson_id, aware(created)))
-        if run_id in finished:
-            used_by[lesson_id].add(run_id)
     run_types = {r.id: _types_met(r, type_of) for r in finished.values()}
     by_type: dict[tuple[str, str], _Agg] = defaultdict(_Agg)
     by_scope: dict[str, _Agg] = defaultdict(_Agg)
@@ -142,7 +156,7 @@ def lesson_lift(db: Database, lesson_ids: Sequence[str] | None = None) -> list[L
         own = _Agg()
         for run in mine:
             own.add(bool(run.passed), run.rounds)
-        base, kind = _baseline(row, mine, run_types, by_type, by_scope)
+        base, kind = _baseline(row, base_scopes[row.id], mine, run_types, by_type, by_scope)
         out.append(_lift(row, own, base, kind, last_used.get(row.id)))
     return out
 
@@ -152,23 +166,35 @@ def _types_met(run: RunRow, type_of: dict[str, str]) -> set[str]:
     return {type_of[i] for i in ids if i in type_of}
 
 
+def _baseline_scopes(row: LessonRow, mine: Sequence[RunRow]) -> frozenset[str]:
+    """The scopes whose runs make `row`'s baseline (see the module docstring)."""
+    if row.scope == GLOBAL_SCOPE:
+        return frozenset({row.scope, *(run.scope for run in mine)})
+    return frozenset({row.scope})
+
+
 def _baseline(
     row: LessonRow,
+    scopes: frozenset[str],
     mine: Sequence[RunRow],
     run_types: dict[str, set[str]],
     by_type: dict[tuple[str, str], _Agg],
     by_scope: dict[str, _Agg],
 ) -> tuple[_Agg, BaselineKind]:
-    typed = by_type.get((row.scope, row.error_type))
-    base = _Agg(typed.n, typed.passed, typed.rounds) if typed else _Agg()
-    for run in mine:  # the lesson's own runs are the treatment group, not the baseline
+    # The lesson's own runs are the treatment group: out of the totals they are part of.
+    own = [run for run in mine if run.scope in scopes]
+    base = _Agg()
+    for scope in scopes:
+        base.add_all(by_type.get((scope, row.error_type)))
+    for run in own:
         if row.error_type in run_types[run.id]:
             base.add(bool(run.passed), run.rounds, sign=-1)
     if base.n > 0:
         return base, "error_type"
-    scope = by_scope.get(row.scope, _Agg())
-    base = _Agg(scope.n, scope.passed, scope.rounds)
-    for run in mine:
+    base = _Agg()
+    for scope in scopes:
+        base.add_all(by_scope.get(scope))
+    for run in own:
         base.add(bool(run.passed), run.rounds, sign=-1)
     return (base, "scope") if base.n > 0 else (base, "none")
 

@@ -255,6 +255,40 @@ def test_lift_statistics_come_from_runs_and_uses(store: Memory) -> None:
     assert (lift.n, lift.passed) == (3, 2) and lift.low < 2 / 3 < lift.high
 
 
+def test_lift_baselines_of_lessons_given_to_runs_of_other_scopes(store: Memory) -> None:
+    """A 'global' lesson's baseline is the runs of the scopes it was given in; a lesson given
+    to a run of another scope counts that run in its n, never against its own scope's
+    baseline (which once went negative: baseline_n -1, lift +1.00 for a lesson 0 of 2)."""
+    shared = store.add(draft(1).model_copy(update={"scope": "global"})).lesson
+    local = store.add(draft(2)).lesson
+    assert shared is not None and local is not None
+    runs = {
+        "b0": ("b", [shared.id], False),
+        "b1": ("b", [shared.id], False),
+        "b2": ("b", [shared.id], True),
+        "b3": ("b", [], True),
+        "d0": ("default", [], True),
+        "c0": ("c", [local.id], False),
+        "c1": ("c", [local.id], False),
+    }
+    for run_id, (scope, given, passed) in runs.items():
+        store.record_run(run_id, scope=scope)
+        store.report_use(run_id, "seed", given)
+        store.finish_run(run_id, passed)
+    lifts = {x.lesson_id: x for x in store.lesson_lift([shared.id, local.id])}
+    g, d = lifts[shared.id], lifts[local.id]
+    assert (g.n, g.passed, g.baseline_kind, g.baseline_n, g.baseline_passed) == (
+        *(3, 1, "scope"),
+        *(1, 1),
+    )
+    assert g.lift == pytest.approx(1 / 3 - 1)
+    assert (d.n, d.passed, d.baseline_kind, d.baseline_n, d.baseline_passed) == (
+        *(2, 0, "scope"),
+        *(1, 1),
+    )
+    assert d.lift == pytest.approx(-1.0)
+
+
 def test_the_schema_version_is_recorded_and_a_newer_one_refused(spec: StoreSpec) -> None:
     with spec.open() as store:
         assert store.schema_version() == SCHEMA_VERSION
