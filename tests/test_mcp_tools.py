@@ -136,6 +136,18 @@ def test_outcomes_move_lift(tools: LessonTools) -> None:
     assert tools.get_lesson(other.id).lesson.misled == 1
 
 
+def test_a_recalled_lesson_reported_again_counts_once(tools: LessonTools) -> None:
+    lesson = tools.record_lesson("billing", **CURRENCY).lesson
+    assert lesson is not None
+    run = tools.start_run("billing").run_id
+    error = "ValueError: could not convert string to float: '$1,299.99'"
+    hits = tools.recall_lessons(error, "billing", error_type=CURRENCY["error_type"], run_id=run)
+    assert hits.lesson_ids == (lesson.id,)
+    tools.report_outcome(run, [lesson.id], passed=True)  # the assistant names what it used
+    detail = tools.get_lesson(lesson.id)
+    assert (detail.lesson.recalled, detail.lesson.helped, detail.uses) == (1, 1, 1)
+
+
 def test_run_errors_say_what_to_do(tools: LessonTools) -> None:
     lesson = tools.record_lesson("billing", **CURRENCY).lesson
     assert lesson is not None
@@ -146,6 +158,10 @@ def test_run_errors_say_what_to_do(tools: LessonTools) -> None:
     run = tools.start_run("shipping")
     with pytest.raises(ToolCallError, match="scope 'billing'"):
         tools.report_outcome(run.run_id, [lesson.id], passed=True)
+    # A recall into the run asks the run's scope: another scope's lessons never count there.
+    with pytest.raises(ToolCallError, match="is of scope 'shipping', this recall asks scope"):
+        tools.recall_lessons("float fails on '$1,299.99'", "billing", run_id=run.run_id)
+    assert tools.get_lesson(lesson.id).uses == 0
     with pytest.raises(LessonNotFoundError):
         tools.report_outcome(run.run_id, ["les_missing"], passed=True)
     tools.report_outcome(run.run_id, [], passed=False)

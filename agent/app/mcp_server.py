@@ -65,7 +65,8 @@ ErrorType = Annotated[
 ]
 Text = Annotated[str, Field(min_length=1, max_length=20_000)]
 RunId = Annotated[
-    str | None, Field(description="A run id from start_run (records what the run was given).")
+    str | None,
+    Field(description="A run id from start_run, of this scope (records what the run was given)."),
 ]
 LessonId = Annotated[str, Field(min_length=1, max_length=64, description="e.g. les_1f0c2a9b3d4e")]
 

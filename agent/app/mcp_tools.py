@@ -243,8 +243,12 @@ class LessonTools:
             data=tuple(data),
         )
         with self._lock:
-            if run_id is not None:
-                self._run(run_id, open_only=True)
+            if run_id is not None and (run := self._run(run_id, open_only=True)).scope != scope:
+                raise ToolCallError(
+                    f"run {run_id} is of scope {run.scope!r}, this recall asks scope {scope!r}: "
+                    "recall in the run's scope (include_global for 'global' lessons), or "
+                    "leave run_id out"
+                )
             hits = self.memory.recall(query)
             ids = [h.lesson.id for h in hits]
             if run_id is not None and ids:
@@ -372,9 +376,10 @@ class LessonTools:
                         f"lesson {lesson_id} belongs to scope {lesson.scope!r}, run {run_id} "
                         f"to {run.scope!r}: only lessons of the run's scope (or 'global') count"
                     )
-            # "seed": what the assistant brought to the task; reporting a lesson recall
-            # already recorded for this run counts once.
-            self.memory.report_use(run_id, "seed", wanted)
+            # "seed": what the assistant brought to the task; a lesson recall already
+            # recorded for this run (at any stage) counts once.
+            brought = [i for i in wanted if i not in run.recalled_lesson_ids]
+            self.memory.report_use(run_id, "seed", brought)
             done = self.memory.finish_run(run_id, passed, misled_ids=misled_ids)
             lessons = tuple(LessonView.of(self.memory.get(i)) for i in done.recalled_lesson_ids)
         return OutcomeAnswer(run_id=run_id, passed=passed, lessons=lessons)
@@ -420,9 +425,9 @@ class LessonTools:
             raise ToolCallError(
                 f"no run {run_id!r}: call start_run first and pass the run_id it returns"
             ) from None
-        if open_only and run.passed is not None:
+        if open_only and (run.passed is not None or run.error):
+            ended = f"passed={run.passed}" if run.passed is not None else "ended by an error"
             raise ToolCallError(
-                f"run {run_id} was already reported (passed={run.passed}): start a new run "
-                "for a new attempt"
+                f"run {run_id} was already reported ({ended}): start a new run for a new attempt"
             )
         return run
