@@ -26,7 +26,14 @@ from memory.db import Database
 from memory.dedup import dedup_text, index_text, pack
 from memory.embeddings import Embedder
 from memory.index import LessonIndex
-from memory.merges import MEMBER_UNCHANGED, MergePlan, MergeRecord, snapshot, unchanged
+from memory.merges import (
+    MEMBER_UNCHANGED,
+    USE_COUNTERS,
+    MergePlan,
+    MergeRecord,
+    snapshot,
+    unchanged,
+)
 from memory.schema import (
     INDEX_PENDING,
     LessonRow,
@@ -179,7 +186,11 @@ def _merge_one(
         "created_canonical": plan.canonical_id is None,
         "member_ids": list(plan.member_ids),
         "before": before,
-        "after_canonical": {"updated_at": now.isoformat()},
+        # What undo checks: a canonical recalled or counted since cannot go back silently.
+        "after_canonical": {
+            "updated_at": now.isoformat(),
+            **{name: canonical[name] for name in USE_COUNTERS},
+        },
         "written_by": plan.written_by,
         "created_at": now,
         "undone_at": None,

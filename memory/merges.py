@@ -89,6 +89,10 @@ class MergeRecord(BaseModel):
 MEMBER_UNCHANGED = frozenset({"dedup_vector"})
 
 
+# The counters runs move (`memory.runs`); a merge's canonical starts from its members' sums.
+USE_COUNTERS = ("recalled", "helped", "misled")
+
+
 def snapshot(row: Mapping[str, Any], *, leave_out: frozenset[str] = frozenset()) -> dict[str, Any]:
     """Every column of a lesson row (its column values), but `leave_out`, as JSON (bytes
     base64, datetimes ISO). `restore` puts back what a snapshot holds, nothing else."""
@@ -176,6 +180,17 @@ def undo_merge(
             raise MergeConflictError(
                 f"canonical {merge.canonical_id} changed after merge {merge_id} "
                 "(a later merge or an edit): undo that first"
+            )
+        since = {
+            name: (merge.after_canonical[name], getattr(canonical, name))
+            for name in USE_COUNTERS
+            if name in merge.after_canonical  # merges recorded before this check lack them
+        }
+        if any(then != now for then, now in since.values()):
+            moved = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in since.items() if a != b)
+            raise MergeConflictError(
+                f"canonical {canonical.id} was used by runs after merge {merge_id} ({moved}): "
+                "undoing it would drop that record; edit or deprecate the canonical instead"
             )
         changes = IndexChanges()
         for data in merge.before:

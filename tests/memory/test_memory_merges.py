@@ -147,6 +147,22 @@ def test_undo_restores_exactly_and_only_once(store: Memory) -> None:
     assert store.add(draft(1)).action == "merged_duplicate"
 
 
+def test_a_canonical_used_since_the_merge_is_not_undone(store: Memory) -> None:
+    """Undo restores the members' counters from before the merge: a canonical that runs used
+    since would lose that record (its use rows left pointing at a deleted lesson)."""
+    a, b = add(store, 1, 2)
+    record = store.apply_merge(plan([a, b]))
+    assert record is not None
+    store.record_run("r1")
+    store.report_use("r1", "seed", [record.canonical_id])
+    store.finish_run("r1", True)
+    with pytest.raises(MergeConflictError, match=r"used by runs after .*recalled 0 -> 1"):
+        store.undo_merge(record.id)
+    assert store.get(record.canonical_id).helped == 1 and store.get(a.id).status == "merged"
+    assert [u.outcome for u in store.uses(record.canonical_id)] == ["passed"]
+    assert store.check().clean
+
+
 def test_a_fold_into_a_canonical_is_undone_to_its_old_text(store: Memory) -> None:
     a, b, c = add(store, 1, 2, 3)
     first = store.apply_merge(plan([a, b], text=98))
