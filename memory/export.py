@@ -360,8 +360,12 @@ def _write_chunk(
     def write(session: Session) -> Written[None]:
         changes = IndexChanges()
         ids = [r.id for r in todo]
-        locked = select(LessonRow.id).where(col(LessonRow.id).in_(ids)).with_for_update()
-        stored = set(session.exec(locked).all())
+        locked = (
+            select(LessonRow.id, LessonRow.scope)
+            .where(col(LessonRow.id).in_(ids))
+            .with_for_update()
+        )
+        stored = dict(session.exec(locked).all())
         new: list[dict[str, Any]] = []
         old: list[dict[str, Any]] = []
         for i, record in enumerate(todo):
@@ -379,6 +383,9 @@ def _write_chunk(
                 )
             )
             changes.vectors[record.id] = vectors[len(todo) + i]
+            if exists and stored[record.id] != record.scope:
+                # A replaced lesson that changed scope lives in the old scope's collection.
+                changes.delete.append(record.id)
         _store_rows(session, new, old)
         return Written(None, changes)
 

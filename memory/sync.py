@@ -11,7 +11,7 @@ from memory.commit import IndexChanges, apply_to_index, metadata_of, vectors_by_
 from memory.db import Database
 from memory.dedup import dedup_text, index_text, pack
 from memory.embeddings import Embedder
-from memory.index import LessonIndex
+from memory.index import LessonIndex, Metadata
 from memory.schema import INDEX_PENDING, LessonRow
 from memory.types import DriftReport
 
@@ -57,7 +57,12 @@ def check(db: Database, index: LessonIndex, embedder: Embedder, *, repair: bool)
     """Compare SQL and the index; with `repair`, make the index match SQL."""
     # Index first, SQL second: a lesson committed in between is then "missing" (harmless to
     # re-add), never a false "orphan" (which repair would delete).
-    in_index = dict(index.entries())
+    in_index: dict[str, Metadata] = {}
+    copies: set[str] = set()  # ids in more than one scope's collection (a stale copy)
+    for lesson_id, meta in index.entries():
+        if lesson_id in in_index:
+            copies.add(lesson_id)
+        in_index[lesson_id] = meta
     pending: list[str] = []
     missing: list[str] = []
     drift: list[str] = []
@@ -69,8 +74,8 @@ def check(db: Database, index: LessonIndex, embedder: Embedder, *, repair: bool)
                 pending.append(row.id)
             elif row.id not in in_index:
                 missing.append(row.id)
-            elif in_index[row.id].get("scope") != row.scope:
-                missing.append(row.id)  # in the wrong scope collection: re-add it
+            elif row.id in copies or in_index[row.id].get("scope") != row.scope:
+                missing.append(row.id)  # in a wrong scope's collection: re-add it
             elif _drifted(in_index[row.id], metadata_of(row)):
                 drift.append(row.id)
     orphans = sorted(set(in_index) - sql_ids)
@@ -81,7 +86,8 @@ def check(db: Database, index: LessonIndex, embedder: Embedder, *, repair: bool)
             upsert=[*to_index],
             vectors=vectors_by_id(to_index, vectors),
             metadata=[*_rows_by_id(db, drift)],
-            # Lessons indexed in the wrong scope's collection are re-added after the delete.
+            # Lessons indexed in a wrong scope's collection are re-added after the delete
+            # (which removes an id from every collection).
             delete=[i for i in missing if i in in_index] + orphans,
         )
         apply_to_index(db, index, changes)

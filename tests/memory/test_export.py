@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import memory.export as export_module
-from memory import Evidence, HashEmbedder, Lesson, LessonDraft, LessonQuery, Memory
+from memory import Evidence, HashEmbedder, Lesson, LessonDraft, LessonQuery, Memory, faults
 from memory.export import (
     FORMAT,
     VERSION,
@@ -213,6 +213,25 @@ def test_existing_ids_are_skipped_or_replaced(source: Memory) -> None:
     assert source.check().clean
     hits = source.recall(LessonQuery(text="zulu99 yankee99 changed"))
     assert ids[4] not in [h.lesson.id for h in hits]  # the index follows the replaced text
+
+
+def test_a_replace_that_moves_a_lesson_to_another_scope_moves_its_index_entry(
+    source: Memory,
+) -> None:
+    ids = seed_varied(source)
+    lines = list(export_lines(source))
+    moved = [lines[0]]
+    for line in lines[1:]:
+        row = json.loads(line)
+        moved.append(json.dumps({**row, "scope": "elsewhere"}))
+    report = import_lessons(source, as_file(moved), replace=True)
+    assert report.replaced == tuple(ids)
+    # One index entry per lesson: none left behind in the old scopes' collections.
+    assert faults.index_count(source) == len(ids) and source.check().clean
+    assert {x["scope"] for x in faults.index_metadata(source, ids).values()} == {"elsewhere"}
+    assert source.recall(LessonQuery(text=draft(5).symptom, scope="default")) == []
+    found = source.recall(LessonQuery(text=draft(5).symptom, scope="elsewhere"))
+    assert ids[4] in [h.lesson.id for h in found]
 
 
 def test_scoped_export_and_dangling_links(source: Memory, target: Memory) -> None:

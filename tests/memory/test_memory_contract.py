@@ -420,6 +420,13 @@ def test_check_finds_and_repairs_drift(store: Memory) -> None:
     assert len(store.recall(query(2))) == 1  # metadata drift: SQL (the truth) decides
     store.check(repair=True)
     assert store.check().clean
+    # A stale copy in another scope's collection (an id in two collections) is found too.
+    # Whichever collection is read last (their order is the index's), the copy is found.
+    for elsewhere in ("aaa", "zzz"):
+        faults.add_index_orphan(store, a.id, scope=elsewhere)
+        assert store.check().missing_in_index == (a.id,)
+        store.check(repair=True)
+        assert store.check().clean and faults.index_count(store) == 3
     assert len(store.recall(query(1))) == 1 and len(store.recall(query(2))) == 1
 
 
