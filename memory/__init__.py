@@ -11,6 +11,7 @@ from memory.embeddings import Embedder, HashEmbedder, MiniLMEmbedder
 from memory.errors import (
     EmbedderUnavailableError,
     EmbeddingMismatchError,
+    IndexBehindError,
     LessonMemoryError,
     LessonNotFoundError,
     MemoryBackendError,
@@ -68,6 +69,7 @@ __all__ = [
     "LessonText",
     "LessonUse",
     "Memory",
+    "IndexBehindError",
     "MemoryBackendError",
     "MemoryConfigError",
     "MemoryUsageError",

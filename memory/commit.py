@@ -22,6 +22,7 @@ from sqlmodel import Session, col
 from memory.db import Database
 from memory.dedup import index_text
 from memory.embeddings import Embedder
+from memory.errors import IndexBehindError, MemoryBackendError
 from memory.index import LessonIndex, Metadata, lesson_metadata
 from memory.schema import INDEX_DONE, INDEX_PENDING, LessonRow
 
@@ -140,7 +141,15 @@ def write_through_each(
         changes.extend(written.changes)
     if after_commit is not None and changes.upsert:
         after_commit([row.id for row in changes.upsert])
-    apply_to_index(db, index, changes, embedder=embedder)
+    try:
+        apply_to_index(db, index, changes, embedder=embedder)
+    except MemoryBackendError as exc:
+        ids = [row.id for row in changes.upsert]
+        raise IndexBehindError(
+            f"written to SQL ({len(ids)} lesson(s)), but bringing the vector index up to date "
+            f"failed: {exc}; they stay pending, not found by recall, until "
+            "`lessonloop memory check --repair` (do not write them again)"
+        ) from exc
     return values
 
 

@@ -6,6 +6,7 @@ LessonMemoryError                      base: catch this to catch everything from
 │   ├── EmbeddingMismatchError         index/store built with another embedding model or dim
 │   └── EmbedderUnavailableError       the bundled embedding model cannot be loaded
 ├── MemoryBackendError                 the SQL database or the vector index failed or is away
+│   └── IndexBehindError               written to SQL; the index write after it failed
 └── MemoryUsageError                   the caller asked for something that cannot be done
     └── LessonNotFoundError            no lesson (or run) with that id
 ```
@@ -50,3 +51,12 @@ class LessonNotFoundError(MemoryUsageError, KeyError):
     def __str__(self) -> str:
         # KeyError.__str__ quotes its argument; a message reads better unquoted.
         return str(self.args[0]) if self.args else "not found"
+
+
+class IndexBehindError(MemoryBackendError):
+    """The write is committed in SQL (the truth); the vector index write after it failed.
+
+    The written lessons stay `pending` (recall cannot find them by vector) until
+    `Memory.check(repair=True)` (`lessonloop memory check --repair`) indexes them. Writing
+    them again is not needed: a retry would count the same lesson twice.
+    """

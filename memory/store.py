@@ -12,6 +12,7 @@ Tests and scripted examples use `Memory.in_memory()` (SQLite in memory, ephemera
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,7 +23,7 @@ from memory import edit, migrate, queries, runs, sync, wiring
 from memory.consolidation_methods import ConsolidationMethods
 from memory.db import Database
 from memory.embeddings import Embedder, HashEmbedder
-from memory.errors import EmbeddingMismatchError
+from memory.errors import EmbeddingMismatchError, MemoryConfigError
 from memory.index import LessonIndex, ephemeral_client
 from memory.lexical import LexicalIndex
 from memory.ranking import RecallConfig
@@ -96,7 +97,7 @@ class Memory(ConsolidationMethods):
     @classmethod
     def open(
         cls,
-        url_or_path: str,
+        url_or_path: str | os.PathLike[str],
         *,
         embedder: Embedder,
         chroma_url: str | None = None,
@@ -116,7 +117,10 @@ class Memory(ConsolidationMethods):
         several processes sharing one store need. `reembed=True` accepts a different embedding
         model than the store was built with and re-embeds every lesson.
         """
-        db, client = wiring.connect(url_or_path, chroma_url=chroma_url, chroma_path=chroma_path)
+        target = os.fspath(url_or_path)
+        if not target.strip():
+            raise MemoryConfigError("no store given: pass a directory, a .sqlite3 file or a URL")
+        db, client = wiring.connect(target, chroma_url=chroma_url, chroma_path=chroma_path)
         try:
             memory = cls._assemble(
                 db,

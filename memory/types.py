@@ -82,10 +82,10 @@ class LessonDraft(LessonText):
     # Lessons that were injected into the run that produced this draft (recall-loop guard).
     injected_lesson_ids: tuple[str, ...] = ()
 
-    @field_validator("scope", "error_type")
+    @field_validator("scope", "error_type", "symptom", "root_cause", "fix")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        # What `Memory.update` refuses, `add` refuses too.
+        # What `Memory.update` refuses, `add` refuses too (`applies_when` may be empty).
         if not value.strip():
             raise ValueError("cannot be blank")
         return value

@@ -354,6 +354,7 @@ def test_plain_records_seed_a_store_through_the_write_path(store: Path, tmp_path
         },
         {"error_type": "x", "symptom": "s", "root_cause": "r"},  # no fix
         {"error_type": "x", "symptom": "s", "root_cause": "r", "fix": "f", "id": "les_1"},
+        {"error_type": "x", "symptom": "  ", "root_cause": "r", "fix": "f"},  # blank
     ]
     seeds = tmp_path / "seeds.jsonl"
     seeds.write_text("\n".join(json.dumps(r) for r in records) + "\n\nnot json\n")
@@ -361,10 +362,12 @@ def test_plain_records_seed_a_store_through_the_write_path(store: Path, tmp_path
     assert isinstance(report, dict)
     actions = [(line["line"], line["action"]) for line in report["lines"]]
     assert actions == [
-        (1, "merged_duplicate"), (2, "created"), (3, "error"), (4, "error"), (6, "error"),
+        (1, "merged_duplicate"), (2, "created"), (3, "error"), (4, "error"), (5, "error"),
+        (7, "error"),
     ]  # fmt: skip
     assert report["lines"][0]["lesson_id"] == CURRENCY
     assert "fix" in report["lines"][2]["message"] and "id" in report["lines"][3]["message"]
+    assert report["lines"][4]["message"].startswith("symptom: ")
     created = as_json(store, "lessons", "show", report["lines"][1]["lesson_id"])
     assert isinstance(created, dict)
     lesson = created.get("lesson", created)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memory import HashEmbedder, LessonDraft, Memory
+from memory import HashEmbedder, LessonDraft, Memory, MemoryConfigError
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +54,24 @@ def one_error_line(proc: subprocess.CompletedProcess[str], says: str) -> None:
 
 
 def test_a_bad_setting_is_an_error_line_for_every_command(tmp_path: Path, store: Path) -> None:
-    for args in (["stats"], ["report", "--no-memory"], ["review"], ["lessons", "list"]):
+    commands = (["stats"], ["report", "--no-memory"], ["review"], ["lessons", "list"])
+    for args in (*commands, ["mcp"], ["doctor"]):
         proc = lessonloop(
             tmp_path, *args, LESSONLOOP_MAX_ROUNDS="abc", LESSONLOOP_MEMORY=str(store)
         )
-        one_error_line(proc, "max_rounds")
+        # One line: the variable as the user set it, its value, what is wrong; no URL.
+        one_error_line(proc, "LESSONLOOP_MAX_ROUNDS='abc': Input should be a valid integer")
+        assert proc.stderr.count("\n") == 1 and "pydantic.dev" not in proc.stderr, args
+
+
+def test_a_blank_store_path_is_refused_not_replaced_by_the_default(tmp_path: Path) -> None:
+    for args in (["lessons", "--memory", "", "list"], ["mcp", "--memory", " "]):
+        proc = lessonloop(tmp_path, *args)
+        one_error_line(proc, "give a store directory, a .sqlite3 file or a URL, not blank")
+    assert not (tmp_path / "home" / "memory").exists()  # no default store made instead
+    with pytest.raises(MemoryConfigError, match="no store given"):
+        Memory.open("  ", embedder=HashEmbedder())
+    assert list(Path.cwd().glob("memory.sqlite3")) == []
 
 
 def test_a_path_the_system_refuses_is_an_error_line(tmp_path: Path, store: Path) -> None:

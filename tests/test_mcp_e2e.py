@@ -150,6 +150,10 @@ def test_stdio_tools_end_to_end(tmp_path: Path) -> None:
 
             message = await call_error(s, "record_lesson", scope="billing", error_type="x")
             assert "symptom" in message and "Field required" in message
+            # Blank is not a scope, an error type or a lesson's text: the schema refuses it.
+            for blank in ({"scope": "  "}, {"error_type": "\t"}, {"fix": "\n"}):
+                message = await call_error(s, "record_lesson", **{**BOM, "scope": "b", **blank})
+                assert "should match pattern" in message, message
             message = await call_error(s, "recall_lessons", text=QUERY, scope="billing", limit=0)
             assert "limit" in message
             message = await call_error(s, "get_lesson", lesson_id="les_0000000000000000")
@@ -397,6 +401,11 @@ def test_stdio_on_postgres_and_a_chroma_server(tmp_path: Path) -> None:
                 chroma.stop()
                 message = await call_error(b, "recall_lessons", text=QUERY, scope="billing")
                 assert message.startswith("Error executing tool recall_lessons: the lesson store")
+                # A lesson written while the index is away is stored all the same: the
+                # message says so and not to write it again (a retry would count it twice).
+                message = await call_error(a, "record_lesson", scope="billing", **BOM)
+                assert "stored, but the lesson store is behind" in message
+                assert "do not write them again" in message and "retry" not in message
                 pg.stop()
                 message = await call_error(a, "get_lesson", lesson_id=created["lesson_id"])
                 assert message.startswith("Error executing tool get_lesson: the lesson store")

@@ -20,7 +20,7 @@ from agent.app.cli_report import report_app
 from agent.app.cli_retro import retro_app
 from agent.app.demo import DemoReport
 from agent.app.session import SessionResult, open_memory, run_task
-from agent.app.settings import Settings
+from agent.app.settings import Settings, invalid_settings
 from agent.errors import LessonloopError
 from agent.loop import LoopEvent
 from memory import LessonMemoryError
@@ -241,7 +241,7 @@ def doctor(
     try:
         settings = Settings.from_env(model=model, memory=memory)
     except ValidationError as exc:
-        err.print(Text("error: ", style="red") + Text(str(exc)))
+        err.print(Text("error: ", style="red") + Text(user_error(exc)))
         raise typer.Exit(2) from exc
 
     def show(check: Check) -> None:
@@ -334,7 +334,7 @@ def mcp(
         settings = Settings.from_env(memory=memory)
         store = open_memory(settings)
     except USER_ERRORS as exc:
-        err.print(Text("error: ", style="red") + Text(str(exc)))
+        err.print(Text("error: ", style="red") + Text(user_error(exc)))
         raise typer.Exit(2) from exc
     try:
         serve(
@@ -367,5 +367,12 @@ def main() -> None:
     except (*USER_ERRORS, OSError) as exc:
         if isinstance(exc, OSError) and exc.filename is None:
             raise  # not a path the user gave (a leak, a limit): a bug keeps its traceback
-        err.print(Text("error: ", style="red") + Text(str(exc) or type(exc).__name__))
+        err.print(Text("error: ", style="red") + Text(user_error(exc)))
         raise SystemExit(2) from exc
+
+
+def user_error(exc: BaseException) -> str:
+    """A user's error as the one line `main` prints (a bad setting: `invalid_settings`)."""
+    if isinstance(exc, ValidationError):
+        return invalid_settings(exc)
+    return str(exc) or type(exc).__name__

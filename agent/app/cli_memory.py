@@ -27,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.app.session import open_memory
-from agent.app.settings import Settings
+from agent.app.settings import Settings, invalid_settings
 from memory import LessonMemoryError, Memory, MemoryUsageError
 from memory.types import DriftReport, Lesson, LessonFilter
 
@@ -85,7 +85,7 @@ def open_store(
     try:
         settings = Settings.from_env(memory=choice.memory if choice else None)
     except ValidationError as exc:
-        fail(f"a LESSONLOOP_* setting is invalid: {exc}", 2)
+        fail(invalid_settings(exc), 2)
     try:
         memory = open_memory(settings, existing=existing, reembed=reembed)
     except LessonMemoryError as exc:

@@ -34,7 +34,7 @@ from agent.app.mcp_tools import (
     SearchAnswer,
 )
 from agent.errors import ConfigurationError, ToolCallError
-from memory import LessonMemoryError, MemoryBackendError, MemoryConfigError
+from memory import IndexBehindError, LessonMemoryError, MemoryBackendError, MemoryConfigError
 
 Transport = Literal["stdio", "http"]
 
@@ -47,11 +47,13 @@ When you fixed a failure and know why, call record_lesson (only fixes you verifi
 To let the memory learn which lessons help: start_run at the start of a task, pass its
 run_id to recall_lessons and record_lesson, and call report_outcome once at the end."""
 
+NOT_BLANK = r"\S"  # a JSON-schema pattern matches anywhere: some character that is not space
 Scope = Annotated[
     str,
     Field(
         min_length=1,
         max_length=200,
+        pattern=NOT_BLANK,
         description="Namespace of the lessons (a project or user); recall never crosses it.",
     ),
 ]
@@ -60,10 +62,11 @@ ErrorType = Annotated[
     Field(
         min_length=1,
         max_length=100,
+        pattern=NOT_BLANK,
         description="Error class or kind, e.g. ValueError, KeyError, check_failed, timeout.",
     ),
 ]
-Text = Annotated[str, Field(min_length=1, max_length=20_000)]
+Text = Annotated[str, Field(min_length=1, max_length=20_000, pattern=NOT_BLANK)]
 RunId = Annotated[
     str | None,
     Field(description="A run id from start_run, of this scope (records what the run was given)."),
@@ -77,6 +80,8 @@ def _tool_errors() -> Iterator[None]:
     try:
         yield
     except (ToolCallError, LessonMemoryError) as exc:
+        if isinstance(exc, IndexBehindError):  # stored: a retry would write it twice
+            raise ToolError(f"stored, but the lesson store is behind: {exc}") from exc
         if isinstance(exc, MemoryBackendError | MemoryConfigError):
             raise ToolError(f"the lesson store failed: {exc} (retry later)") from exc
         raise ToolError(str(exc)) from exc
@@ -195,12 +200,22 @@ def build_server(tools: LessonTools) -> MCPServer:
     def record_lesson(
         scope: Scope,
         error_type: ErrorType,
-        symptom: Annotated[str, Field(min_length=1, max_length=20_000, description="What failed")],
+        symptom: Annotated[
+            str,
+            Field(min_length=1, max_length=20_000, pattern=NOT_BLANK, description="What failed"),
+        ],
         root_cause: Annotated[
-            str, Field(min_length=1, max_length=20_000, description="Why it failed")
+            str,
+            Field(min_length=1, max_length=20_000, pattern=NOT_BLANK, description="Why it failed"),
         ],
         fix: Annotated[
-            str, Field(min_length=1, max_length=20_000, description="The change that fixed it")
+            str,
+            Field(
+                min_length=1,
+                max_length=20_000,
+                pattern=NOT_BLANK,
+                description="The change that fixed it",
+            ),
         ],
         applies_when: Annotated[
             str, Field(max_length=20_000, description="When the lesson applies")

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.errors import ToolCallError
 from memory import LessonNotFoundError, Memory, curate
@@ -328,16 +328,22 @@ class LessonTools:
         )
         with self._lock:
             injected = self._run(run_id).recalled_lesson_ids if run_id is not None else ()
-            draft = LessonDraft(
-                scope=scope,
-                error_type=error_type,
-                symptom=symptom,
-                root_cause=root_cause,
-                fix=fix,
-                applies_when=applies_when,
-                evidence=(Evidence(run_id=run_id or "", excerpt=evidence),) if evidence else (),
-                injected_lesson_ids=injected,
-            )
+            try:
+                draft = LessonDraft(
+                    scope=scope,
+                    error_type=error_type,
+                    symptom=symptom,
+                    root_cause=root_cause,
+                    fix=fix,
+                    applies_when=applies_when,
+                    evidence=(
+                        (Evidence(run_id=run_id or "", excerpt=evidence),) if evidence else ()
+                    ),
+                    injected_lesson_ids=injected,
+                )
+            except ValidationError as exc:
+                problems = (f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+                raise ToolCallError(f"not a lesson: {'; '.join(problems)}") from None
             result = self.memory.add(draft, run_id=run_id)
         lesson = result.lesson
         return RecordAnswer(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -60,6 +60,13 @@ class Settings(BaseSettings):
     reduce_budget: int = Field(default=8, ge=0, le=100)
     token_budget: int | None = Field(default=None, ge=1)
 
+    @field_validator("memory")
+    @classmethod
+    def _a_store(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("give a store directory, a .sqlite3 file or a URL, not blank")
+        return value
+
     @property
     def teacher_model(self) -> str:
         """The model spec that writes lessons: `retro_model`, else the worker's `model`."""
@@ -85,3 +92,19 @@ class Settings(BaseSettings):
             values["openai_base_url"] = os.environ["OPENAI_BASE_URL"]
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
+
+
+def invalid_settings(exc: ValidationError) -> str:
+    """A `Settings` validation error in one line: each bad setting by the name the user set
+    it under (`LESSONLOOP_MAX_ROUNDS`, else the option's field), its value, what is wrong."""
+    import os
+
+    parts = []
+    for error in exc.errors(include_url=False):
+        field = ".".join(str(part) for part in error["loc"])
+        env = f"LESSONLOOP_{field.upper()}"
+        name = env if env in os.environ else field or "settings"
+        value = repr(error.get("input"))
+        value = value if len(value) <= 60 else value[:57] + "..."
+        parts.append(f"{name}={value}: {error['msg']}")
+    return "invalid setting: " + "; ".join(parts)

@@ -397,8 +397,11 @@ def test_a_run_that_ended_by_an_error_settles_its_uses_as_aborted(store: Memory)
     assert [u.outcome for u in store.uses(lesson.id)] == ["aborted"]
     # A run finished after all (the Python API allows it) no longer says it ended by an error.
     assert store.finish_run("r-crash", False).error == ""
-    with pytest.raises(ValueError, match="cannot be blank"):
-        LessonDraft(error_type=" ", symptom="s", root_cause="r", fix="f")
+    for blank in ({"error_type": " "}, {"symptom": ""}, {"root_cause": "\n"}, {"fix": "\t "}):
+        fields = {"error_type": "E", "symptom": "s", "root_cause": "r", "fix": "f", **blank}
+        with pytest.raises(ValueError, match="cannot be blank"):
+            LessonDraft.model_validate(fields)
+    assert LessonDraft(error_type="E", symptom="s", root_cause="r", fix="f", applies_when="")
 
 
 def test_check_finds_and_repairs_drift(store: Memory) -> None:

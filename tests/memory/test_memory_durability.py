@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -12,7 +13,15 @@ from pathlib import Path
 import pytest
 from memory_servers import SERVER_MARKS, StoreSpec, make_spec
 
-from memory import HashEmbedder, LessonDraft, LessonFilter, LessonQuery, Memory, faults
+from memory import (
+    HashEmbedder,
+    IndexBehindError,
+    LessonDraft,
+    LessonFilter,
+    LessonQuery,
+    Memory,
+    faults,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -129,3 +138,27 @@ def test_in_memory_store_is_isolated() -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_an_index_that_goes_away_after_the_commit_says_the_lesson_is_stored(
+    tmp_path: Path,
+) -> None:
+    """The chroma directory removed under an open store: the write is committed in SQL, and
+    the error says so (a "retry later" made a caller write it twice)."""
+    first = LessonDraft(error_type="ValueError", symptom="alpha bravo", root_cause="c d", fix="e")
+    second = LessonDraft(error_type="KeyError", symptom="golf hotel", root_cause="i j", fix="k")
+    store = Memory.open(tmp_path / "mem", embedder=HashEmbedder())
+    try:
+        store.add(first)
+        shutil.rmtree(tmp_path / "mem" / "chroma")
+        with pytest.raises(IndexBehindError, match=r"written to SQL \(1 lesson\(s\)\)"):
+            store.add(second)
+    finally:
+        store.close()
+    with Memory.open(tmp_path / "mem", embedder=HashEmbedder()) as again:
+        again.check(repair=True)
+        assert again.check().clean
+        stored = again.list_lessons(LessonFilter()).items
+        assert sorted(x.symptom for x in stored) == ["alpha bravo", "golf hotel"]
+        hits = again.recall(LessonQuery(text="golf hotel", error_types=("KeyError",)))
+        assert [h.lesson.symptom for h in hits] == ["golf hotel"]
