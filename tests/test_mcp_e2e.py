@@ -156,6 +156,11 @@ def test_stdio_tools_end_to_end(tmp_path: Path) -> None:
                 assert "should match pattern" in message, message
             message = await call_error(s, "recall_lessons", text=QUERY, scope="billing", limit=0)
             assert "limit" in message
+            # A budget no lesson's block fits in is refused, not answered "nothing close".
+            message = await call_error(
+                s, "recall_lessons", text=QUERY, scope="billing", token_budget=20
+            )
+            assert "token_budget" in message and "greater than or equal to 64" in message
             message = await call_error(s, "get_lesson", lesson_id="les_0000000000000000")
             assert "no lesson 'les_0000000000000000'" in message
             assert "Traceback" not in message

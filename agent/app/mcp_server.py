@@ -47,6 +47,9 @@ When you fixed a failure and know why, call record_lesson (only fixes you verifi
 To let the memory learn which lessons help: start_run at the start of a task, pass its
 run_id to recall_lessons and record_lesson, and call report_outcome once at the end."""
 
+# Below this no lesson's block fits (its header and labels alone take about 40 tokens): the
+# answer would be "nothing close enough" whatever the store holds.
+MIN_TOKEN_BUDGET = 64
 NOT_BLANK = r"\S"  # a JSON-schema pattern matches anywhere: some character that is not space
 Scope = Annotated[
     str,
@@ -134,7 +137,12 @@ def build_server(tools: LessonTools) -> MCPServer:
         ] = None,
         limit: Annotated[int, Field(ge=1, le=50, description="Most lessons returned.")] = 3,
         token_budget: Annotated[
-            int, Field(ge=1, le=100_000, description="Most tokens the block may take.")
+            int,
+            Field(
+                ge=MIN_TOKEN_BUDGET,
+                le=100_000,
+                description="Most tokens the block may take (one lesson's block needs ~40).",
+            ),
         ] = 300,
         include_global: Annotated[
             bool, Field(description="Also recall lessons of the shared 'global' scope.")
