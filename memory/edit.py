@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
 from sqlmodel import Session
 
@@ -94,6 +94,9 @@ def set_status(
     merged_into: str | None,
 ) -> Lesson:
     """Change the status; keep merged_into / merged_from consistent on both lessons."""
+    if status not in get_args(LessonStatus):
+        known = ", ".join(get_args(LessonStatus))
+        raise MemoryUsageError(f"no status {status!r}: one of {known}")
     if (status == "merged") != (merged_into is not None):
         raise MemoryUsageError("merged_into is required for status 'merged' and only for it")
     if merged_into == lesson_id:

@@ -193,6 +193,8 @@ def test_deprecated_and_merged_are_never_recalled(store: Memory) -> None:
     assert [s.lesson.id for s in store.recall(query(2))] == [b.id]
     with pytest.raises(MemoryUsageError):
         store.set_status(a.id, "merged")
+    with pytest.raises(MemoryUsageError, match="no status 'bogus': one of candidate, validated"):
+        store.set_status(a.id, "bogus")  # type: ignore[arg-type]
 
 
 def test_error_type_filter(store: Memory) -> None:
