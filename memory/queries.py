@@ -12,7 +12,7 @@ from sqlmodel import col, select
 from memory.db import Database
 from memory.errors import LessonNotFoundError
 from memory.schema import LESSON_COLUMNS, LessonRow, lesson_from
-from memory.types import Lesson, LessonFilter, Page
+from memory.types import GLOBAL_SCOPE, Lesson, LessonFilter, Page
 
 _SQL_CHUNK = 900  # SQLite caps the bound parameters of one statement
 _TABLE: Any = LessonRow.__table__  # type: ignore[attr-defined]
@@ -44,7 +44,8 @@ def list_lessons(db: Database, where: LessonFilter) -> Page[Lesson]:
     """A page of lessons matching the filter, with the total count."""
     conditions: list[Any] = []
     if where.scope is not None:
-        conditions.append(LessonRow.scope == where.scope)
+        scopes = {where.scope, GLOBAL_SCOPE} if where.include_global else {where.scope}
+        conditions.append(col(LessonRow.scope).in_(sorted(scopes)))
     if where.error_type is not None:
         conditions.append(LessonRow.error_type == where.error_type)
     if where.status:

@@ -83,9 +83,7 @@ from memory.ranking import RecallConfig, fused, score
 from memory.render import estimate_tokens, render_lessons
 from memory.schema import LessonRow, ReviewRow, to_lesson, utcnow
 from memory.seedgate import candidate_cut, gate_types, passes_seed_gate, seed_gated
-from memory.types import Lesson, LessonQuery, RecallStage, ScoredLesson
-
-GLOBAL_SCOPE = "global"
+from memory.types import GLOBAL_SCOPE, Lesson, LessonQuery, RecallStage, ScoredLesson
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from typing import Generic, Literal, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 LessonStatus = Literal["candidate", "validated", "deprecated", "merged"]
+# The shared scope: its lessons apply in every scope that asks for them (`include_global`).
+GLOBAL_SCOPE = "global"
 RecallStage = Literal["seed", "reflection"]
 # How the run a lesson was handed to ended; "outranked": a candidate of that run drawn
 # without the lesson did better (the lesson misled there, whatever the end).
@@ -172,6 +174,8 @@ class LessonFilter(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     scope: str | None = None
+    # With `scope`, the shared "global" scope's lessons too.
+    include_global: bool = False
     error_type: str | None = None
     status: tuple[LessonStatus, ...] = ()
     sort: LessonSort = "created_at"

@@ -184,6 +184,10 @@ def test_search_lists_or_finds_and_top_renders(tools: LessonTools) -> None:
     tools.record_lesson("billing", **BOM)
     listed = tools.search_lessons("billing")
     assert listed.total == 2 and len(listed.lessons) == 2
+    # Listing (no text) takes include_global and an empty error type as a search does.
+    tools.record_lesson("global", **{**CURRENCY, "symptom": "a shared lesson's symptom"})
+    assert tools.search_lessons("billing", include_global=True).total == 3
+    assert tools.search_lessons("billing", error_type="").total == 2
     found = tools.search_lessons("billing", text="byte order mark header", error_type="KeyError")
     assert [x.lesson.error_type for x in found.lessons] == ["KeyError"] and found.note == ""
     # Nothing passed the gates: the answer says where it looked and why, not just "0".

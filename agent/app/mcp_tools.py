@@ -279,7 +279,8 @@ class LessonTools:
                 page = self.memory.list_lessons(
                     LessonFilter(
                         scope=scope,
-                        error_type=error_type,
+                        include_global=include_global,
+                        error_type=error_type or None,
                         status=ACTIVE,
                         sort="helped",
                         offset=offset,
