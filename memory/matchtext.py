@@ -66,9 +66,12 @@ _KIND = "|".join(re.escape(k).replace("_", "[ _]") for k in FEEDBACK_KINDS)
 # An exception class name, possibly dotted (json.decoder.JSONDecodeError).
 _EXC_NAME = r"(?:[A-Za-z_]\w*\.)*(?P<name>[A-Z]\w*)"
 # A source location: a file with a line number, or a traceback frame.
+# The path starts where a path can (not inside a run of path characters): a match found
+# from inside the run is found from its start anyway, and trying every position in a long
+# run was quadratic (a 40 KB token took seconds).
 _LOCATION = (
     r"""File\s+"[^"\n]*"(?:,\s*line\s+\d+)?(?:,\s*in\s+[\w<>.]+)?"""
-    r"|[\w./\\-]+\.pyw?:\d+(?::\d+)?"
+    r"|(?<![\w./\\-])[\w./\\-]+\.pyw?:\d+(?::\d+)?"
 )
 
 _DROP_LINE = re.compile(r"^\s*(?:kind|where)\s*:", re.IGNORECASE)
@@ -84,9 +87,12 @@ _KIND_HEADER = re.compile(
     re.MULTILINE,
 )
 _EXC_PREFIX = re.compile(rf"^\s*{_EXC_NAME}\s*:\s+", re.MULTILINE)
-_AT_LOCATION = re.compile(rf"(?:\s+at)?\s*(?:{_LOCATION})", re.IGNORECASE)
+# Likewise a match starts at the first space of a run, never inside it (same leftmost
+# matches, linear time).
+_AT_LOCATION = re.compile(rf"(?<!\s)(?:\s+at)?\s*(?:{_LOCATION})", re.IGNORECASE)
 _LINE_NO = re.compile(
-    r",?[ \t]*\bline[ \t]+\d+\b(?:,?[ \t]*col(?:umn)?[ \t]+\d+)?(?:[ \t]*\(char[ \t]+\d+\))?",
+    r"(?:,|(?<![ \t]))[ \t]*\bline[ \t]+\d+\b(?:,?[ \t]*col(?:umn)?[ \t]+\d+)?"
+    r"(?:[ \t]*\(char[ \t]+\d+\))?",
     re.IGNORECASE,
 )
 _READING = re.compile(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import typing
 from pathlib import Path
 
 import pytest
 
 from agent.feedback import Feedback, FeedbackKind
-from memory import HashEmbedder, LessonDraft, LessonQuery, Memory
+from memory import HashEmbedder, LessonDraft, LessonQuery, Memory, matchtext
 from memory.dedup import index_text
 from memory.matchtext import FEEDBACK_KINDS, match_text
 from retrospectives.facts import symptom_of
@@ -195,3 +196,29 @@ def test_the_evidence_readings_go_and_their_values_stay(tmp_path: Path) -> None:
         "(values of column 'kwh' in m.csv (4 of 4 distinct, "
         "varied formats first): '1.010,9', '742,2', '2.615,9', '7,5')"
     )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [
+        (matchtext._AT_LOCATION, " " * 50 + "at solution.py:3"),
+        (matchtext._AT_LOCATION, "a/" * 50 + ".py:3"),
+        (matchtext._AT_LOCATION, "x" * 100),
+        (matchtext._LINE_NO, " " * 50 + "line 3"),
+        (matchtext._LINE_NO, "\t" * 50),
+    ],
+)
+def test_no_match_starts_inside_a_run(pattern: re.Pattern[str], text: str) -> None:
+    """Trying a match from every position of a long run of spaces or path characters was
+    quadratic: one 250 KB token kept an import busy for minutes and every later search for
+    seconds. A match starts at a run's beginning only (the leftmost match is the same)."""
+    for start in range(1, 40):
+        assert pattern.match(text, start) is None, start
+    matched = pattern.search(text)
+    assert matched is None or matched.start() == 0
+
+
+def test_a_location_is_still_taken_out_wherever_its_run_begins() -> None:
+    assert match_text("KeyError at /tmp/x/solution.py:8 in main") == "KeyError in main"
+    assert match_text("bad value, line 3 (char 9) here") == "bad value here"
+    assert match_text("x" * 30_000 + " solution.py:1") == "x" * 30_000
