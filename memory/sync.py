@@ -11,6 +11,7 @@ from memory.commit import IndexChanges, apply_to_index, metadata_of, vectors_by_
 from memory.db import Database
 from memory.dedup import dedup_text, index_text, pack
 from memory.embeddings import Embedder
+from memory.errors import MemoryUsageError
 from memory.index import LessonIndex, Metadata
 from memory.schema import INDEX_PENDING, LessonRow
 from memory.types import DriftReport
@@ -53,6 +54,19 @@ def _drifted(got: Mapping[str, str], expected: Mapping[str, str]) -> bool:
     return any(got.get(key) != value for key, value in expected.items())
 
 
+def lagging(db: Database, index: LessonIndex) -> bool:
+    """Whether the index is behind SQL, by two counts (cheap enough for every open): rows
+    whose index write never finished, or fewer index entries than lessons."""
+    with db.read() as session:
+        pending = session.exec(
+            select(func.count())
+            .select_from(LessonRow)
+            .where(LessonRow.index_state == INDEX_PENDING)
+        ).one()
+        total = session.exec(select(func.count()).select_from(LessonRow)).one()
+    return pending > 0 or index.count() < total
+
+
 def check(db: Database, index: LessonIndex, embedder: Embedder, *, repair: bool) -> DriftReport:
     """Compare SQL and the index; with `repair`, make the index match SQL."""
     # Index first, SQL second: a lesson committed in between is then "missing" (harmless to
@@ -79,6 +93,13 @@ def check(db: Database, index: LessonIndex, embedder: Embedder, *, repair: bool)
             elif _drifted(in_index[row.id], metadata_of(row)):
                 drift.append(row.id)
     orphans = sorted(set(in_index) - sql_ids)
+    if repair and orphans and not sql_ids:
+        raise MemoryUsageError(
+            f"SQL holds no lessons but the index holds {len(orphans)}: the database file "
+            "looks wrong or damaged, and repairing would empty the index. Restore the "
+            "database file, or run `lessonloop memory reindex` to rebuild the index from "
+            "this empty database on purpose"
+        )
     if repair:
         to_index = _rows_by_id(db, pending + missing)
         vectors = embedder.embed([index_text(r.symptom, r.root_cause) for r in to_index])

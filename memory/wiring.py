@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +36,29 @@ def locations(url_or_path: str, chroma_path: str | Path | None) -> tuple[str, Pa
     return url, None
 
 
-def store_exists(url_or_path: str) -> bool | None:
-    """Whether a local store is at `url_or_path` (its SQLite file); None for a server's URL,
-    which only connecting can tell."""
+def missing_store(url_or_path: str) -> str | None:
+    """Why no local store is at `url_or_path`, or None: one is there, or it is a server's URL
+    (only connecting can tell). A file that is not a lessonloop store (empty, another
+    program's database, not SQLite) is no store: a reading command must not make it one."""
     if "://" in url_or_path:
         url = sql_url(url_or_path)
         if not url.startswith("sqlite:///") or url == "sqlite:///:memory:":
             return None
-        return Path(url[len("sqlite:///") :]).is_file()
-    path = Path(url_or_path).expanduser()
-    return (path if path.suffix in _SQLITE_SUFFIXES else path / "memory.sqlite3").is_file()
+        file = Path(url[len("sqlite:///") :])
+    else:
+        path = Path(url_or_path).expanduser()
+        file = path if path.suffix in _SQLITE_SUFFIXES else path / "memory.sqlite3"
+    if not file.is_file():
+        return f"no memory store at {url_or_path}"
+    try:
+        with closing(sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)) as con:
+            found = con.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                (LessonRow.__tablename__,),
+            ).fetchone()
+    except sqlite3.DatabaseError as exc:
+        return f"{file} is not a lessonloop store ({exc})"
+    return None if found else f"{file} is not a lessonloop store (it holds no lessons table)"
 
 
 def connect(

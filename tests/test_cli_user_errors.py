@@ -7,13 +7,14 @@ Each command runs as a real subprocess on a real SQLite + chromadb store.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from memory import HashEmbedder, LessonDraft, Memory, MemoryConfigError
+from memory import HashEmbedder, LessonDraft, Memory, MemoryConfigError, MemoryUsageError
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +73,26 @@ def test_a_blank_store_path_is_refused_not_replaced_by_the_default(tmp_path: Pat
     with pytest.raises(MemoryConfigError, match="no store given"):
         Memory.open("  ", embedder=HashEmbedder())
     assert list(Path.cwd().glob("memory.sqlite3")) == []
+
+
+def test_a_file_that_is_no_store_is_refused_and_left_as_it_was(tmp_path: Path, store: Path) -> None:
+    """An emptied SQLite file beside a full index: reading commands made it an empty store,
+    and the repair they then suggested deleted the whole index."""
+    damaged = tmp_path / "damaged"
+    shutil.copytree(store, damaged)
+    (damaged / "memory.sqlite3").write_bytes(b"")
+    for name in ("memory.sqlite3-wal", "memory.sqlite3-shm"):
+        (damaged / name).unlink(missing_ok=True)
+    for args in (["stats"], ["lessons", "list"], ["memory", "check", "--repair"]):
+        proc = lessonloop(tmp_path, *args, LESSONLOOP_MEMORY=str(damaged))
+        one_error_line(proc, "memory.sqlite3 is not a lessonloop store (it holds no lessons table)")
+    assert (damaged / "memory.sqlite3").stat().st_size == 0
+    # Opened anyway (the Python API creates the tables), repair refuses to empty the index.
+    with Memory.open(damaged, embedder=HashEmbedder()) as memory:
+        assert memory.check().orphans_in_index
+        with pytest.raises(MemoryUsageError, match="repairing would empty the index"):
+            memory.check(repair=True)
+        assert len(memory.check().orphans_in_index) == 1
 
 
 def test_a_path_the_system_refuses_is_an_error_line(tmp_path: Path, store: Path) -> None:

@@ -224,12 +224,20 @@ def check(
     repair: Annotated[bool, typer.Option("--repair", help="Make the index match SQL.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Compare SQL with the vector index. Exits 1 on drift that was not repaired."""
+    """Compare SQL with the vector index. Exits 1 on drift that was not repaired.
+
+    Opening the store already repairs an index that lags SQL (fewer entries, or writes a
+    crash left pending); what it repaired is shown first."""
     with open_store(ctx) as memory:
+        on_open = memory.repaired_on_open
         report = memory.check(repair=repair)
     if as_json:
-        print_json({**report.model_dump(mode="json"), "clean": report.clean})
+        opened = on_open.model_dump(mode="json") if on_open is not None else None
+        print_json({**report.model_dump(mode="json"), "clean": report.clean, "on_open": opened})
     else:
+        if on_open is not None:
+            out.print("as the store opened, the index caught up with SQL:")
+            _print_drift(on_open)
         _print_drift(report)
     if not report.clean and not report.repaired:
         raise typer.Exit(1)

@@ -28,7 +28,7 @@ from memory import Embedder, Memory
 from memory.embeddings import resolve_embedder
 from memory.errors import MemoryConfigError
 from memory.types import AddAction, AddResult, NullRecall
-from memory.wiring import store_exists
+from memory.wiring import missing_store
 from retrospectives.consolidate import ConsolidationReport
 from retrospectives.extract import Retrospective
 from retrospectives.learn import AutoConsolidation
@@ -124,9 +124,10 @@ def open_memory(
     embedder (every lesson embedded again).
     """
     given = settings.memory
-    if existing and given is not None and store_exists(given) is False:
+    problem = missing_store(given) if existing and given is not None else None
+    if problem is not None:
         raise MemoryConfigError(
-            f"no memory store at {given}: check the path (`lessonloop run` and "
+            f"{problem}: check the path (`lessonloop run` and "
             "`lessonloop lessons import` create one)"
         )
     location = given or str(settings.home / "memory")
