@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DatabaseError, IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, create_engine
 
@@ -123,9 +123,9 @@ class Database:
         with Session(self.engine, expire_on_commit=False) as session:
             try:
                 yield session
-            except OperationalError as exc:
-                # The database is away or broken (server stopped, unreadable file): the
-                # operator has to act, as for a failed write.
+            except DatabaseError as exc:
+                # The database is away or broken (server stopped, unreadable file, damaged
+                # pages): the operator has to act, as for a failed write.
                 raise MemoryBackendError(f"the SQL store could not be read: {exc.orig}") from exc
 
     @contextmanager
@@ -146,10 +146,12 @@ class Database:
                 try:
                     yield session
                     session.commit()
-                except OperationalError as exc:
-                    # The database itself failed (disk full, I/O error, gone): nothing of
-                    # this transaction is stored; the operator has to act.
+                except DatabaseError as exc:
                     session.rollback()
+                    if isinstance(exc, IntegrityError):
+                        raise  # a constraint the caller may expect (a lease taken meanwhile)
+                    # The database itself failed (disk full, I/O error, gone, damaged pages):
+                    # nothing of this transaction is stored; the operator has to act.
                     raise MemoryBackendError(f"the SQL store could not write: {exc.orig}") from exc
                 except BaseException:
                     session.rollback()

@@ -170,3 +170,22 @@ def test_an_export_is_restored_in_its_own_scopes_so_scope_is_refused(
     target = tmp_path / "other"
     args = ("lessons", "--memory", str(target), "import", str(export), "--scope", "billing")
     one_error_line(lessonloop(tmp_path, *args), "--scope applies to seed records")
+
+
+def test_a_store_with_damaged_pages_is_an_error_line(tmp_path: Path) -> None:
+    """SQLite's "database disk image is malformed" was a traceback wall (only the
+    OperationalError branch of DatabaseError was caught)."""
+    path = tmp_path / "damaged"
+    with Memory.open(path, embedder=HashEmbedder()) as memory:
+        words = [f"w{i}a w{i}b w{i}c " * 20 for i in range(300)]
+        memory.add_many(
+            [LessonDraft(error_type="ValueError", symptom=w, root_cause=w, fix=w) for w in words]
+        )
+    file = path / "memory.sqlite3"
+    pages = file.stat().st_size // 4096
+    with file.open("r+b") as raw:  # garbage over pages in the middle; the header survives
+        raw.seek(4096 * (pages // 2))
+        raw.write(bytes(range(256)) * 16 * min(20, pages // 3))
+    for args in (["stats"], ["memory", "check"], ["lessons", "export"]):
+        proc = lessonloop(tmp_path, *args, LESSONLOOP_MEMORY=str(path))
+        one_error_line(proc, "the SQL store could not be read: database disk image is malformed")
