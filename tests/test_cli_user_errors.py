@@ -189,3 +189,20 @@ def test_a_store_with_damaged_pages_is_an_error_line(tmp_path: Path) -> None:
     for args in (["stats"], ["memory", "check"], ["lessons", "export"]):
         proc = lessonloop(tmp_path, *args, LESSONLOOP_MEMORY=str(path))
         one_error_line(proc, "the SQL store could not be read: database disk image is malformed")
+
+
+def test_a_full_disk_under_the_output_is_an_error_line(tmp_path: Path, store: Path) -> None:
+    """ENOSPC from a write names no file: it kept its traceback as if it were a bug."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("LESSONLOOP_")}
+    for args in (["lessons", "export"], ["lessons", "list"]):
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run(
+                [sys.executable, "-m", "agent", "lessons", "--memory", str(store), *args[1:]],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**base, "LESSONLOOP_HOME": str(tmp_path), "LESSONLOOP_EMBEDDER": "hash"},
+                timeout=300,
+            )
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.strip() == "error: [Errno 28] No space left on device"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from enum import StrEnum
@@ -28,6 +29,8 @@ from memory import LessonMemoryError
 # What a user can act on: our own errors, the memory's, and a bad LESSONLOOP_* value
 # (pydantic's ValidationError from Settings). Anything else is a bug and keeps its traceback.
 USER_ERRORS = (LessonloopError, LessonMemoryError, ValidationError)
+# A disk that is full or read-only: the machine's state, not a bug (a write() names no file).
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 err = Console(stderr=True, soft_wrap=True)
@@ -365,7 +368,7 @@ def main() -> None:
         sys.stderr.close()
         raise SystemExit(1) from None
     except (*USER_ERRORS, OSError) as exc:
-        if isinstance(exc, OSError) and exc.filename is None:
+        if isinstance(exc, OSError) and exc.filename is None and exc.errno not in _FULL:
             raise  # not a path the user gave (a leak, a limit): a bug keeps its traceback
         err.print(Text("error: ", style="red") + Text(user_error(exc)))
         raise SystemExit(2) from exc

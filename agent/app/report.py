@@ -368,6 +368,9 @@ def build_report(out: Path, *, results_dir: Path, memory: Memory | None, top: in
     """Write the report to `out` (one self-contained HTML file) and return its path."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(render_report(results_dir=results_dir, memory=memory, top=top), "utf-8")
-    tmp.replace(out)  # a browser reloading the page never sees half a file
+    try:
+        tmp.write_text(render_report(results_dir=results_dir, memory=memory, top=top), "utf-8")
+        tmp.replace(out)  # a browser reloading the page never sees half a file
+    finally:
+        tmp.unlink(missing_ok=True)  # a failed write (a full disk) leaves nothing behind
     return out
