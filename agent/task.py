@@ -23,7 +23,7 @@ class Task(BaseModel):
     # then `check`, the checker, with it. Without `run`, `check` does both in one process.
     run: str | None = None
     check: str | None = None
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     tags: tuple[str, ...] = ()
     # Lessons learned here are filed under it: the memory's bounds, checked before the run.
     scope: str = Field(default="default", min_length=1, max_length=SCOPE_MAX_CHARS)
@@ -103,6 +103,8 @@ def load_task(task_dir: Path | str) -> Task:
         data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise TaskFormatError(f"{toml_path}: invalid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise TaskFormatError(f"{toml_path}: not UTF-8 ({exc.reason} at byte {exc.start})") from exc
     unknown = set(data) - _ALLOWED_KEYS
     if unknown:
         raise TaskFormatError(f"{toml_path}: unknown keys {sorted(unknown)}")

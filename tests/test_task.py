@@ -27,6 +27,14 @@ def test_load_task_reads_the_format(tmp_path: Path) -> None:
     assert task.workspace == root / "workspace"
 
 
+def test_a_task_toml_that_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
+    root = tmp_path / "latin"
+    root.mkdir()
+    (root / "task.toml").write_bytes('goal = "café"\n'.encode("latin-1"))
+    with pytest.raises(TaskFormatError, match=r"task.toml: not UTF-8 \(invalid continuation"):
+        load_task(root)
+
+
 @pytest.mark.parametrize(
     ("toml", "message"),
     [
@@ -36,6 +44,8 @@ def test_load_task_reads_the_format(tmp_path: Path) -> None:
         ('goal = "g"\noutput = ["../escape.py"]\n', "relative path"),
         ('goal = "g"\noutput = ["/etc/passwd"]\n', "relative path"),
         ('goal = "g"\ntimeout_s = 0\n', "timeout_s"),
+        ('goal = "g"\ntimeout_s = inf\n', "timeout_s"),  # int(inf) crashed the run
+        ('goal = "g"\ntimeout_s = 1e400\n', "timeout_s"),
         # Lessons are filed under the scope: one the memory cannot store fails here, not
         # after the run.
         ('goal = "g"\nscope = ""\n', "scope"),
