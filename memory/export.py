@@ -248,7 +248,7 @@ def is_header(text: str) -> bool:
     return isinstance(data, dict) and data.get("format") == FORMAT
 
 
-def _check_header(number: int, text: str) -> None:
+def check_header(number: int, text: str) -> None:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -409,7 +409,7 @@ def import_lessons(
     first = next(numbered, None)
     if first is None:
         raise ImportFormatError(f"empty file: expected a {FORMAT} header ({header_line()})")
-    _check_header(*first)
+    check_header(*first)
     state = _Import()
     chunk: list[LessonRecord] = []
     for done, (number, text) in enumerate(numbered, start=1):

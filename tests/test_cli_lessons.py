@@ -279,6 +279,14 @@ def test_import_reports_bad_lines_and_keeps_good_ones(store: Path, tmp_path: Pat
     future.write_text('{"format":"lessonloop.lessons","version":2}\n' + lines[1] + "\n")
     refused = cli(store, "lessons", "import", str(future), code=1)
     assert "version 2 is not supported" in refused.stderr
+    nowhere = tmp_path / "not_made"
+    refused = cli(nowhere, "lessons", "import", str(future), code=1)
+    assert "version 2 is not supported" in refused.stderr and not nowhere.exists()
+    # An export saved with a byte order mark is still an export (it read as seed records).
+    marked = tmp_path / "marked.jsonl"
+    marked.write_bytes(b"\xef\xbb\xbf" + "\n".join([lines[0], json.dumps(fresh)]).encode() + b"\n")
+    restored = as_json(tmp_path / "from_marked", "lessons", "import", str(marked))
+    assert isinstance(restored, dict) and restored["imported"] == ["les_fresh"]
 
 
 def test_approve_and_deprecate_transitions(store: Path) -> None:

@@ -234,16 +234,22 @@ def import_cmd(
     Exits 1 if any line was bad (the good ones are imported).
     """
     try:
-        with file.open(encoding="utf-8") as lines:
+        # utf-8-sig: an export saved by an editor that adds a byte order mark is still one.
+        with file.open(encoding="utf-8-sig") as lines:
             nonblank = [line for line in lines if line.strip()]
         restore = bool(nonblank) and export.is_header(nonblank[0])
+        if restore:  # a header this version refuses is refused before a store is made
+            try:
+                export.check_header(1, nonblank[0])
+            except export.ImportFormatError as exc:
+                fail(str(exc), 1)
         if (restore or replace) and scope is not None:
             fail("--scope applies to seed records: an export restores each lesson in its scope", 2)
         if scope is not None and not 0 < len(scope.strip()) <= SCOPE_MAX_CHARS:
             fail(f"--scope must be 1 to {SCOPE_MAX_CHARS} characters, not blank", 2)
         with (
             open_store(ctx, existing=False) as memory,
-            file.open(encoding="utf-8") as lines,
+            file.open(encoding="utf-8-sig") as lines,
             progress_bar("importing", max(len(nonblank) - restore, 0), enabled=not as_json) as tick,
         ):
             if restore or replace:
