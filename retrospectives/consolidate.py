@@ -154,8 +154,14 @@ class Consolidator:
         held = self.memory.acquire_lease(LEASE_NAME, self.holder, self.config.lease_ttl_s)
         if held is None:
             current = self.memory.lease_holder(LEASE_NAME)
-            who = current.holder if current else "another process"
-            raise ConsolidationBusyError(f"a consolidation pass is running ({who}); try later")
+            if current is None:
+                raise ConsolidationBusyError("a consolidation pass is running; try later")
+            until = current.expires_at.strftime("%H:%M:%S UTC")
+            raise ConsolidationBusyError(
+                f"a consolidation pass is running ({current.holder}); its lease runs until "
+                f"{until} unless renewed: try after that (a pass that was killed holds it "
+                "until then)"
+            )
         try:
             return self._run(held, should_stop or (lambda: False))
         finally:

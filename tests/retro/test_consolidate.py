@@ -164,8 +164,11 @@ def test_incremental_pass_folds_newcomers_into_the_canonical(memory: Memory) -> 
 def test_a_held_lease_blocks_a_second_consolidator(memory: Memory) -> None:
     seed(memory, *CURRENCY)
     consolidator = Consolidator(memory, llm=None, config=CFG)
-    assert memory.acquire_lease(LEASE_NAME, "someone-else", ttl_s=60) is not None
-    with pytest.raises(ConsolidationBusyError, match="someone-else"):
+    held = memory.acquire_lease(LEASE_NAME, "someone-else", ttl_s=60)
+    assert held is not None
+    # Says until when: a killed pass holds the lease until it expires.
+    until = held.expires_at.strftime("%H:%M:%S UTC")
+    with pytest.raises(ConsolidationBusyError, match=f"someone-else.*runs until {until}"):
         consolidator.run()
     assert memory.list_merges() == []
 
