@@ -113,7 +113,10 @@ def embedded_client(path: Path) -> ClientAPI:
     try:
         return chromadb.PersistentClient(path=str(path), settings=_settings())
     except _chroma_errors() as exc:  # e.g. "database or disk is full"
-        raise MemoryBackendError(f"cannot open the vector index at {path}: {exc}") from exc
+        raise MemoryBackendError(
+            f"cannot open the vector index at {path}: {exc} (it is derived from SQL: if the "
+            "disk is fine, move that directory aside and the next open rebuilds it)"
+        ) from exc
 
 
 def ephemeral_client() -> ClientAPI:
