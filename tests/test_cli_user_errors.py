@@ -206,3 +206,13 @@ def test_a_full_disk_under_the_output_is_an_error_line(tmp_path: Path, store: Pa
             )
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         assert proc.stderr.strip() == "error: [Errno 28] No space left on device"
+
+
+def test_a_malformed_task_is_refused_before_a_store_is_made(tmp_path: Path) -> None:
+    task = tmp_path / "bad_task"
+    task.mkdir()
+    (task / "task.toml").write_text('goal = "g"\nbogus = 1\n')
+    new_store = tmp_path / "new_store"
+    proc = lessonloop(tmp_path, "run", str(task), "--memory", str(new_store))
+    one_error_line(proc, "unknown keys ['bogus']")
+    assert not new_store.exists()

@@ -24,6 +24,7 @@ from agent.app.session import SessionResult, open_memory, run_task
 from agent.app.settings import Settings, invalid_settings
 from agent.errors import LessonloopError
 from agent.loop import LoopEvent
+from agent.task import load_task
 from memory import LessonMemoryError
 
 # What a user can act on: our own errors, the memory's, and a bad LESSONLOOP_* value
@@ -87,6 +88,7 @@ def run(
             first_pool=first_pool,
             token_budget=token_budget,
         )
+        load_task(task_dir)  # a malformed task fails before a store is made for it
         store = None if no_memory else open_memory(settings)
         try:
             result = run_task(task_dir, settings, memory=store, observer=_progress)
@@ -94,7 +96,7 @@ def run(
             if store is not None:
                 store.close()
     except USER_ERRORS as exc:
-        err.print(Text("error: ", style="red") + Text(str(exc)))
+        err.print(Text("error: ", style="red") + Text(user_error(exc)))
         raise typer.Exit(2) from exc
     if as_json:
         sys.stdout.write(result.summary().model_dump_json(indent=2) + "\n")
