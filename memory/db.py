@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import DatabaseError, IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import DatabaseError, InternalError, OperationalError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, create_engine
 
@@ -27,6 +27,15 @@ from memory.errors import MemoryBackendError, MemoryConfigError
 from memory.migrate import upgrade
 
 _WRITE_OPTION = "lessonloop_write"
+
+
+def backend_failed(exc: DatabaseError) -> bool:
+    """The database failed, not our statement: away, full, I/O, internal, or the DBAPI's
+    plain DatabaseError (SQLite's "database disk image is malformed"). An integrity,
+    programming or data error stays what it is: a constraint the caller expects, or a bug."""
+    return isinstance(exc, OperationalError | InternalError) or type(exc) is DatabaseError
+
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
@@ -124,6 +133,8 @@ class Database:
             try:
                 yield session
             except DatabaseError as exc:
+                if not backend_failed(exc):
+                    raise
                 # The database is away or broken (server stopped, unreadable file, damaged
                 # pages): the operator has to act, as for a failed write.
                 raise MemoryBackendError(f"the SQL store could not be read: {exc.orig}") from exc
@@ -148,8 +159,8 @@ class Database:
                     session.commit()
                 except DatabaseError as exc:
                     session.rollback()
-                    if isinstance(exc, IntegrityError):
-                        raise  # a constraint the caller may expect (a lease taken meanwhile)
+                    if not backend_failed(exc):
+                        raise
                     # The database itself failed (disk full, I/O error, gone, damaged pages):
                     # nothing of this transaction is stored; the operator has to act.
                     raise MemoryBackendError(f"the SQL store could not write: {exc.orig}") from exc
