@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Mapping, Sequence
-from contextlib import suppress
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -24,7 +23,7 @@ from memory import edit, migrate, queries, runs, sync, wiring
 from memory.consolidation_methods import ConsolidationMethods
 from memory.db import Database
 from memory.embeddings import Embedder, HashEmbedder
-from memory.errors import EmbeddingMismatchError, MemoryBackendError, MemoryConfigError
+from memory.errors import EmbeddingMismatchError, MemoryConfigError
 from memory.index import LessonIndex, ephemeral_client
 from memory.lexical import LexicalIndex
 from memory.ranking import RecallConfig
@@ -92,8 +91,6 @@ class Memory(ConsolidationMethods):
         # Set by `open`: the store was built with another embedder, and re-embedded as it
         # opened (`reembed=True`); a caller then need not do it again.
         self.reembedded_on_open = False
-        # What opening repaired: index writes a crash left behind, a lost or partial index.
-        self.repaired_on_open: DriftReport | None = None
 
     # -- construction ------------------------------------------------------------------
 
@@ -187,12 +184,6 @@ class Memory(ConsolidationMethods):
             # Embedded from another text (memory.matchtext): re-embed the index documents;
             # the dedup vectors (root cause + fix) did not change.
             memory.reindex()
-        elif sync.lagging(db, index):
-            # A process killed between a commit and its index write, or an index directory
-            # lost: SQL is the truth, so the index catches up before anything reads it. Best
-            # effort: an index that cannot be written (a full disk) still serves reads.
-            with suppress(MemoryBackendError):
-                memory.repaired_on_open = memory.check(repair=True)
         wiring.save_model(db, embedder)
         return memory
 
@@ -381,6 +372,12 @@ class Memory(ConsolidationMethods):
             return migrate.stored_version(session) or 1
 
     # -- index maintenance -------------------------------------------------------------
+
+    def index_lag(self) -> tuple[int, int]:
+        """(lessons written but never indexed, lessons beyond the index's entry count): what
+        recall may miss after a crash or a lost index directory, until `check(repair=True)`.
+        Not done on open: a write in flight in another process is pending too."""
+        return sync.lag(self._db, self._index)
 
     def check(self, repair: bool = False) -> DriftReport:
         """Compare SQL with the vector index; with `repair=True`, fix the index."""

@@ -54,9 +54,10 @@ def _drifted(got: Mapping[str, str], expected: Mapping[str, str]) -> bool:
     return any(got.get(key) != value for key, value in expected.items())
 
 
-def lagging(db: Database, index: LessonIndex) -> bool:
-    """Whether the index is behind SQL, by two counts (cheap enough for every open): rows
-    whose index write never finished, or fewer index entries than lessons."""
+def lag(db: Database, index: LessonIndex) -> tuple[int, int]:
+    """(rows whose index write never finished, lessons beyond the index's entry count): what
+    recall may not find until `check(repair=True)`. Two SQL counts and the index's count:
+    cheap, but not free against a Chroma server with many scopes (a call per scope)."""
     with db.read() as session:
         pending = session.exec(
             select(func.count())
@@ -64,7 +65,7 @@ def lagging(db: Database, index: LessonIndex) -> bool:
             .where(LessonRow.index_state == INDEX_PENDING)
         ).one()
         total = session.exec(select(func.count()).select_from(LessonRow)).one()
-    return pending > 0 or index.count() < total
+    return pending, max(0, total - index.count())
 
 
 def check(db: Database, index: LessonIndex, embedder: Embedder, *, repair: bool) -> DriftReport:
@@ -108,8 +109,9 @@ def check(db: Database, index: LessonIndex, embedder: Embedder, *, repair: bool)
             vectors=vectors_by_id(to_index, vectors),
             metadata=[*_rows_by_id(db, drift)],
             # Lessons indexed in a wrong scope's collection are re-added after the delete
-            # (which removes an id from every collection).
-            delete=[i for i in missing if i in in_index] + orphans,
+            # (which removes an id from every collection); a pending lesson may have moved
+            # scope in the write that never finished, so its old entry goes too.
+            delete=[i for i in pending + missing if i in in_index] + orphans,
         )
         apply_to_index(db, index, changes)
     return DriftReport(

@@ -215,11 +215,9 @@ def one_kill(
     begins = [line.split()[1] for line in lines if line.startswith("BEGIN ")]
     started = [line.split()[1] for line in lines if line.startswith("IMPORT-START ")]
     done = {line.split()[1] for line in lines if line.startswith("IMPORT-DONE ")}
-    with _open(target) as memory:  # opening repairs a lagging index: count that too
-        found = [r for r in (memory.repaired_on_open, memory.check()) if r is not None]
-    drift_before = sum(
-        len(r.pending) + len(r.missing_in_index) + len(r.orphans_in_index) for r in found
-    )
+    with _open(target) as memory:
+        before = memory.check()
+    drift_before = len(before.pending) + len(before.missing_in_index) + len(before.orphans_in_index)
     exit_code = repair(target)
     with _open(target) as memory:
         lost: list[str] = []

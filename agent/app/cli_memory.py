@@ -76,11 +76,13 @@ def print_json(data: Any) -> None:
 
 @contextmanager
 def open_store(
-    ctx: typer.Context, *, existing: bool = True, reembed: bool = False
+    ctx: typer.Context, *, existing: bool = True, reembed: bool = False, warn_lag: bool = True
 ) -> Iterator[Memory]:
     """The configured store, closed afterwards; memory errors become exit codes.
     `existing=False` for a command that may start a store (`lessons import`); `reembed`
-    converts a store built with another embedder (`session.open_memory`)."""
+    converts a store built with another embedder (`session.open_memory`). A store whose
+    index lags SQL (a crash mid-write, a lost index directory) is said so on stderr, unless
+    `warn_lag` is off (the commands that check and repair it)."""
     choice = ctx.find_object(StoreChoice)
     try:
         settings = Settings.from_env(memory=choice.memory if choice else None)
@@ -91,6 +93,8 @@ def open_store(
     except LessonMemoryError as exc:
         fail(f"cannot open the memory store: {exc}", 2)
     try:
+        if warn_lag:
+            _warn_lag(memory)
         yield memory
     except MemoryUsageError as exc:  # unknown id, refused transition, foreign import file
         fail(str(exc), 1)
@@ -98,6 +102,20 @@ def open_store(
         fail(str(exc), 2)
     finally:
         memory.close()
+
+
+def _warn_lag(memory: Memory) -> None:
+    pending, unindexed = memory.index_lag()
+    if pending or unindexed:
+        what = [f"{pending:,} written but never indexed"] if pending else []
+        what += [f"{unindexed:,} more lessons than index entries"] if unindexed else []
+        err.print(
+            Text(
+                f"warning: the vector index lags SQL ({'; '.join(what)}; a write may also be "
+                "in flight): searches can miss lessons until `lessonloop memory check --repair`",
+                style="yellow",
+            )
+        )
 
 
 @contextmanager
@@ -205,7 +223,7 @@ def reindex(
 ) -> None:
     """Rebuild the vector index from SQL (embeds every lesson again)."""
     with (
-        open_store(ctx, reembed=reembed) as memory,
+        open_store(ctx, reembed=reembed, warn_lag=False) as memory,
         progress_bar("reindexing", enabled=not as_json) as tick,
     ):
         if memory.reembedded_on_open:  # converted as it opened: nothing left to do
@@ -224,20 +242,12 @@ def check(
     repair: Annotated[bool, typer.Option("--repair", help="Make the index match SQL.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Compare SQL with the vector index. Exits 1 on drift that was not repaired.
-
-    Opening the store already repairs an index that lags SQL (fewer entries, or writes a
-    crash left pending); what it repaired is shown first."""
-    with open_store(ctx) as memory:
-        on_open = memory.repaired_on_open
+    """Compare SQL with the vector index. Exits 1 on drift that was not repaired."""
+    with open_store(ctx, warn_lag=False) as memory:
         report = memory.check(repair=repair)
     if as_json:
-        opened = on_open.model_dump(mode="json") if on_open is not None else None
-        print_json({**report.model_dump(mode="json"), "clean": report.clean, "on_open": opened})
+        print_json({**report.model_dump(mode="json"), "clean": report.clean})
     else:
-        if on_open is not None:
-            out.print("as the store opened, the index caught up with SQL:")
-            _print_drift(on_open)
         _print_drift(report)
     if not report.clean and not report.repaired:
         raise typer.Exit(1)

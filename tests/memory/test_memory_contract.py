@@ -432,6 +432,11 @@ def test_check_finds_and_repairs_drift(store: Memory) -> None:
         assert store.check().missing_in_index == (a.id,)
         store.check(repair=True)
         assert store.check().clean and faults.index_count(store) == 3
+    # A move to another scope whose index write never ran: pending, old entry still there.
+    faults.add_index_orphan(store, a.id, scope="before_the_move")
+    faults.leave_pending(store, [a.id])
+    store.check(repair=True)
+    assert store.check().clean and faults.index_count(store) == 3
     assert len(store.recall(query(1))) == 1 and len(store.recall(query(2))) == 1
 
 
