@@ -128,6 +128,11 @@ def restore(row: LessonRow, data: dict[str, Any]) -> None:
         setattr(row, name, value)
 
 
+def _counted_since(row: LessonRow, before: dict[str, Any]) -> bool:
+    """A member's use counters moved after its snapshot (restoring would drop that)."""
+    return any(name in before and getattr(row, name) != before[name] for name in USE_COUNTERS)
+
+
 def to_record(row: MergeRow) -> MergeRecord:
     """Frozen view of a merge row."""
     return MergeRecord(
@@ -199,6 +204,12 @@ def undo_merge(
                 raise MergeConflictError(f"lesson {data['id']} of merge {merge_id} is gone")
             if data["id"] != merge.canonical_id and row.merged_into != merge.canonical_id:
                 raise MergeConflictError(f"lesson {row.id} was moved after merge {merge_id}")
+            if data["id"] != merge.canonical_id and _counted_since(row, data):
+                # A run that was given it before the merge finished after it.
+                raise MergeConflictError(
+                    f"lesson {row.id} of merge {merge_id} was counted by a run after the "
+                    "merge: undoing it would drop that record"
+                )
             restore(row, data)
             if row.id == merge.canonical_id:
                 row.index_state = INDEX_PENDING  # its text changes back: re-embedded

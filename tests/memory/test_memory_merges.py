@@ -163,6 +163,20 @@ def test_a_canonical_used_since_the_merge_is_not_undone(store: Memory) -> None:
     assert store.check().clean
 
 
+def test_a_member_counted_since_the_merge_is_not_undone(store: Memory) -> None:
+    """A run given a member before the merge and finished after it counts on the member:
+    restoring the member's snapshot would drop that."""
+    a, b = add(store, 1, 2)
+    store.record_run("r1")
+    store.report_use("r1", "seed", [a.id])
+    record = store.apply_merge(plan([a, b]))
+    assert record is not None
+    store.finish_run("r1", True)
+    with pytest.raises(MergeConflictError, match=f"lesson {a.id} .* counted by a run after"):
+        store.undo_merge(record.id)
+    assert store.get(a.id).helped == 1 and store.get(a.id).status == "merged"
+
+
 def test_a_fold_into_a_canonical_is_undone_to_its_old_text(store: Memory) -> None:
     a, b, c = add(store, 1, 2, 3)
     first = store.apply_merge(plan([a, b], text=98))
