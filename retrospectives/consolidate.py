@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -156,7 +157,8 @@ class Consolidator:
             current = self.memory.lease_holder(LEASE_NAME)
             if current is None:
                 raise ConsolidationBusyError("a consolidation pass is running; try later")
-            until = current.expires_at.strftime("%H:%M:%S UTC")
+            # In UTC whatever the database's session time zone (PostgreSQL's timestamptz).
+            until = current.expires_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
             raise ConsolidationBusyError(
                 f"a consolidation pass is running ({current.holder}); its lease runs until "
                 f"{until} unless renewed: try after that (a pass that was killed holds it "

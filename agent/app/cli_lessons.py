@@ -236,11 +236,12 @@ def import_cmd(
     try:
         # utf-8-sig: an export saved by an editor that adds a byte order mark is still one.
         with file.open(encoding="utf-8-sig") as lines:
-            nonblank = [line for line in lines if line.strip()]
+            numbered = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
+        nonblank = [line for _, line in numbered]
         restore = bool(nonblank) and export.is_header(nonblank[0])
         if restore:  # a header this version refuses is refused before a store is made
             try:
-                export.check_header(1, nonblank[0])
+                export.check_header(*numbered[0])
             except export.ImportFormatError as exc:
                 fail(str(exc), 1)
         if (restore or replace) and scope is not None:

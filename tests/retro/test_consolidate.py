@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -167,7 +168,7 @@ def test_a_held_lease_blocks_a_second_consolidator(memory: Memory) -> None:
     held = memory.acquire_lease(LEASE_NAME, "someone-else", ttl_s=60)
     assert held is not None
     # Says until when: a killed pass holds the lease until it expires.
-    until = held.expires_at.strftime("%H:%M:%S UTC")
+    until = held.expires_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     with pytest.raises(ConsolidationBusyError, match=f"someone-else.*runs until {until}"):
         consolidator.run()
     assert memory.list_merges() == []
