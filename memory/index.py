@@ -328,7 +328,10 @@ class LessonIndex:
 
     def count(self) -> int:
         """Number of entries."""
-        return sum(int(c.count()) for c in self._all_scopes())
+        try:
+            return sum(int(c.count()) for c in self._all_scopes())
+        except _chroma_errors() as exc:  # a server gone, a broken index directory
+            raise MemoryBackendError(f"cannot count the vector index: {exc}") from exc
 
     def entries(self) -> Iterator[tuple[str, Metadata]]:
         """Every (id, metadata) pair, paged so a large index is not loaded at once."""

@@ -105,7 +105,10 @@ def open_store(
 
 
 def _warn_lag(memory: Memory) -> None:
-    pending, unindexed = memory.index_lag()
+    try:
+        pending, unindexed = memory.index_lag()
+    except LessonMemoryError:
+        return  # an index that cannot be counted fails the command where it is used
     if pending or unindexed:
         what = [f"{pending:,} written but never indexed"] if pending else []
         what += [f"{unindexed:,} more lessons than index entries"] if unindexed else []
