@@ -16,6 +16,11 @@ The name avoids shadowing the builtin `MemoryError` (out of RAM), which means so
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class LessonMemoryError(Exception):
     """Base class of every error raised by the memory package."""
@@ -60,3 +65,8 @@ class IndexBehindError(MemoryBackendError):
     `Memory.check(repair=True)` (`lessonloop memory check --repair`) indexes them. Writing
     them again is not needed: a retry would count the same lesson twice.
     """
+
+
+def brief(exc: ValidationError) -> str:
+    """A validation error on one line: `field: problem; ...` (no pydantic URLs)."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())

@@ -67,7 +67,7 @@ from sqlmodel import Session, col, select
 
 from memory.commit import IndexChanges, IndexEntry, Written, write_through
 from memory.dedup import dedup_text, index_text, pack
-from memory.errors import MemoryUsageError
+from memory.errors import MemoryUsageError, brief
 from memory.redact import redact
 from memory.schema import INDEX_PENDING, LessonRow
 from memory.store import Memory
@@ -267,18 +267,14 @@ def check_header(number: int, text: str) -> None:
     try:
         Header.model_validate(data)
     except ValidationError as exc:
-        raise ImportFormatError(f"bad header on line {number}: {_brief(exc)}") from exc
-
-
-def _brief(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
+        raise ImportFormatError(f"bad header on line {number}: {brief(exc)}") from exc
 
 
 def _parse(number: int, text: str, state: _Import) -> LessonRecord | None:
     try:
         record = LessonRecord.model_validate_json(text)
     except ValidationError as exc:
-        state.errors.append(LineError(line=number, message=_brief(exc)))
+        state.errors.append(LineError(line=number, message=brief(exc)))
         return None
     first = state.first_line.setdefault(record.id, number)
     if first != number:

@@ -27,6 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from memory.errors import brief
 from memory.store import Memory
 from memory.types import AddAction, LessonDraft
 
@@ -134,10 +135,7 @@ def _seed_line(number: int, text: str, scope: str) -> LessonDraft | SeedLine:
     try:
         record = SeedRecord.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors()
-        )
-        return SeedLine(line=number, action="error", message=problems)
+        return SeedLine(line=number, action="error", message=brief(exc))
     return LessonDraft(
         scope=record.scope or scope,
         error_type=record.error_type,

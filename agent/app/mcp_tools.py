@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.errors import ToolCallError
 from memory import LessonNotFoundError, Memory, curate
+from memory.errors import brief
 from memory.lift import LessonLift
 from memory.recall import scopes_of
 from memory.redact import secret_kinds
@@ -343,8 +344,7 @@ class LessonTools:
                     injected_lesson_ids=injected,
                 )
             except ValidationError as exc:
-                problems = (f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-                raise ToolCallError(f"not a lesson: {'; '.join(problems)}") from None
+                raise ToolCallError(f"not a lesson: {brief(exc)}") from None
             result = self.memory.add(draft, run_id=run_id)
         lesson = result.lesson
         return RecordAnswer(
