@@ -44,6 +44,7 @@ from memory.types import (
     ScoredLesson,
 )
 from memory.vectors import ALL_TYPES, Bucket, BucketVectors
+from memory.wiring import missing_store
 
 __all__ = [
     "ALL_TYPES",
@@ -78,6 +79,7 @@ __all__ = [
     "MergeNotFoundError",
     "MergePlan",
     "MergeRecord",
+    "missing_store",
     "MiniLMEmbedder",
     "NullRecall",
     "Page",

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, text
 from sqlmodel import Session
 
-_RECALLABLE = "('candidate', 'validated')"
+from memory.types import ACTIVE
+
+_RECALLABLE = "(" + ", ".join(f"'{status}'" for status in ACTIVE) + ")"
 _TRACKED = "scope, error_type, status, symptom, root_cause, fix, dedup_vector, embedding_model"
 
 

@@ -14,10 +14,7 @@ from sqlmodel import col, select
 from memory.errors import MemoryUsageError
 from memory.schema import LessonRow, to_lesson
 from memory.store import Memory
-from memory.types import Lesson, LessonStatus
-
-ACTIVE: tuple[LessonStatus, ...] = ("candidate", "validated")
-STATUSES: tuple[LessonStatus, ...] = ("candidate", "validated", "deprecated", "merged")
+from memory.types import ACTIVE, STATUSES, Lesson, LessonStatus
 
 
 class TransitionError(MemoryUsageError):
@@ -82,7 +79,7 @@ def lesson_stats(memory: Memory, *, top: int = 5) -> LessonStats:
 # through consolidation (and its undo), so the merge record stays the one way back.
 _FROM: dict[LessonStatus, tuple[LessonStatus, ...]] = {
     "validated": ("candidate",),
-    "deprecated": ("candidate", "validated"),
+    "deprecated": ACTIVE,
     "candidate": ("deprecated",),
 }
 

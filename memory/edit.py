@@ -14,8 +14,8 @@ from memory.embeddings import Embedder
 from memory.errors import LessonNotFoundError, MemoryUsageError
 from memory.index import LessonIndex
 from memory.redact import redact
-from memory.schema import INDEX_PENDING, LessonRow, to_lesson, utcnow
-from memory.types import ERROR_TYPE_MAX_CHARS, SCOPE_MAX_CHARS, Lesson, LessonStatus
+from memory.schema import INDEX_PENDING, LessonRow, to_lesson
+from memory.types import ERROR_TYPE_MAX_CHARS, SCOPE_MAX_CHARS, Lesson, LessonStatus, utcnow
 
 TEXT_FIELDS = ("symptom", "root_cause", "fix", "applies_when")
 EDITABLE = ("scope", "error_type", *TEXT_FIELDS)

@@ -17,7 +17,8 @@ from sqlmodel import col
 
 from memory.db import Database
 from memory.errors import MemoryUsageError
-from memory.schema import LeaseRow, aware, utcnow
+from memory.schema import LeaseRow, aware
+from memory.types import utcnow
 
 
 class LeaseLostError(MemoryUsageError):

@@ -38,9 +38,7 @@ from memory.db import Database
 from memory.dedup import index_text
 from memory.matchtext import match_text
 from memory.schema import LessonRow
-
-RECALLABLE = ("candidate", "validated")
-
+from memory.types import ACTIVE
 
 # Symbols that carry a data format and that `\w+` drops: currency signs, percent, the
 # delimiters a CSV may use instead of a comma, and a byte order mark (raw, or escaped as
@@ -337,7 +335,7 @@ def _fingerprint(session: Session, scope: str) -> tuple[int, tuple[object, ...]]
         mark = counts.read(session, scope)
         return mark.recallable, (mark.generation, mark.recallable)
     except counts.CountsUnavailable:
-        recallable = case((col(LessonRow.status).in_(RECALLABLE), 1), else_=0)
+        recallable = case((col(LessonRow.status).in_(ACTIVE), 1), else_=0)
         count, latest = session.exec(
             select(func.sum(recallable), func.max(LessonRow.updated_at)).where(
                 LessonRow.scope == scope
@@ -407,7 +405,7 @@ class LexicalIndex:
 
 def _apply(bm25: BM25, rows: Iterable[tuple[str, str, str, str]]) -> None:
     for lesson_id, symptom, root_cause, status in rows:
-        if status in RECALLABLE:
+        if status in ACTIVE:
             bm25.put(lesson_id, index_text(symptom, root_cause))
         else:
             bm25.remove(lesson_id)

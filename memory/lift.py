@@ -31,8 +31,8 @@ from pydantic import BaseModel, ConfigDict
 from sqlmodel import col, select
 
 from memory.db import Database
-from memory.schema import LessonRow, LessonUseRow, ReviewRow, RunRow, aware, utcnow
-from memory.types import GLOBAL_SCOPE, LessonStatus
+from memory.schema import LessonRow, LessonUseRow, ReviewRow, RunRow, aware
+from memory.types import GLOBAL_SCOPE, LessonStatus, utcnow
 
 BaselineKind = Literal["error_type", "scope", "none"]
 # Up to this many ids are looked up by key (one IN list); more are read in one scan.

@@ -40,8 +40,8 @@ from memory.schema import (
     MergeRow,
     RootCauseVectorRow,
     evidence_json,
-    utcnow,
 )
+from memory.types import utcnow
 
 _SQL_CHUNK = 900  # SQLite caps the bound parameters of one statement
 

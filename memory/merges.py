@@ -34,11 +34,9 @@ from memory.schema import (
     MergeRow,
     RootCauseVectorRow,
     aware,
-    utcnow,
 )
-from memory.types import Lesson, LessonStatus, LessonText, MergedCounts
+from memory.types import ACTIVE, Lesson, LessonText, MergedCounts, utcnow
 
-ACTIVE: tuple[LessonStatus, ...] = ("candidate", "validated")
 _SQL_CHUNK = 900  # SQLite caps the bound parameters of one statement
 
 

@@ -34,9 +34,8 @@ from memory.dedup import Vector, unpack
 from memory.lift import LessonLift
 from memory.schema import LessonRow, RunRow, to_lesson
 from memory.store import Memory
-from memory.types import Lesson
+from memory.types import ACTIVE, Lesson
 
-ACTIVE = ("candidate", "validated")
 _BLOCK = 512  # rows per block of the pairwise similarity product (memory ~ 512 x n floats)
 _MAX_PAIRS = 20
 

@@ -4,7 +4,7 @@ Ranking, for each candidate:
 
     relevance = ((cosine - cut) / (best cosine - cut) + bm25 / best bm25) / 2   # 1 = first in both
     score = relevance
-          + lift_weight    * (helped - misled) / (helped + misled + 2)    # in (-1, 1)
+          + use_weight     * (helped - misled) / (helped + misled + 2)    # in (-1, 1)
           + recency_weight * 0.5 ** (age_days / recency_half_life_days)  # in (0, 1]
           + validated_bonus * [status == "validated"]
           - flagged_penalty * [flagged for review]                       # memory.lift.flag
@@ -16,9 +16,11 @@ values, `memory.lexical.shape`, shared by a task start and a lesson learned on d
 same kind) outweighs a cosine a little lower, which reciprocal rank fusion (k = 60) could not:
 there adjacent ranks differed by about 0.01 whatever the scores. On the trap tasks' starts
 (scripts/bench_recall.py --trap-tasks only) it raised hit@1 from 0.41 to 0.48 with the same
-no-lesson rate. The smoothed lift (the +2 is a Beta(1,1) prior, so one lucky run moves it
-little) and recency move a lesson past near-ties only. A lesson flagged for review (recalled
-into failing runs, `memory.lift.flag`) loses as much as the worst lift. Age counts from
+no-lesson rate. The smoothed use record (the +2 is a Beta(1,1) prior, so one lucky run moves
+it little) and recency move a lesson past near-ties only. A lesson flagged for review
+(recalled into failing runs, `memory.lift.flag`) loses as much as the worst use record. (The
+use record is a lesson's own counters; its lift, `memory.lift`, compares the runs that had it
+with those that did not, and is for people and the review.) Age counts from
 `updated_at`, which a duplicate sighting refreshes.
 """
 
@@ -46,7 +48,7 @@ class RecallConfig:
     # saying the same thing; equal to the dedup threshold: such lessons would have been
     # merged had they shared scope and error type.
     diversity_similarity: float = 0.8
-    lift_weight: float = 0.1
+    use_weight: float = 0.1
     recency_weight: float = 0.03
     recency_half_life_days: float = 90.0
     validated_bonus: float = 0.02
@@ -62,7 +64,7 @@ class RecallConfig:
     seed_data_cut: float | None = 0.0
 
 
-def lift(lesson: Lesson) -> float:
+def use_record(lesson: Lesson) -> float:
     """Smoothed helped-vs-misled signal in (-1, 1); 0 for a lesson never used."""
     return (lesson.helped - lesson.misled) / (lesson.helped + lesson.misled + 2)
 
@@ -79,14 +81,14 @@ def fused(cosine: float, bm25: float, *, cut: float, top_cosine: float, top_bm25
 class ScoreTerms:
     """The terms `score` adds to a lesson's relevance (the penalty is subtracted)."""
 
-    lift: float
+    use: float
     recency: float
     validated_bonus: float
     flagged_penalty: float
 
     @property
     def total(self) -> float:
-        return self.lift + self.recency + self.validated_bonus - self.flagged_penalty
+        return self.use + self.recency + self.validated_bonus - self.flagged_penalty
 
 
 def score_terms(
@@ -95,7 +97,7 @@ def score_terms(
     """Everything in the re-ranking formula but relevance (see the module docstring)."""
     age_days = max(0.0, (now - lesson.updated_at).total_seconds() / 86400)
     return ScoreTerms(
-        lift=config.lift_weight * lift(lesson),
+        use=config.use_weight * use_record(lesson),
         recency=config.recency_weight * 0.5 ** (age_days / config.recency_half_life_days),
         validated_bonus=config.validated_bonus if lesson.status == "validated" else 0.0,
         flagged_penalty=config.flagged_penalty if flagged else 0.0,

@@ -77,13 +77,21 @@ from memory.db import Database
 from memory.dedup import Vector, cosine, unpack
 from memory.embeddings import Embedder
 from memory.index import Hit, LessonIndex
-from memory.lexical import RECALLABLE, LexicalIndex
+from memory.lexical import LexicalIndex
 from memory.matchtext import match_text
 from memory.ranking import RecallConfig, fused, score
 from memory.render import estimate_tokens, render_lessons
-from memory.schema import LessonRow, ReviewRow, to_lesson, utcnow
+from memory.schema import LessonRow, ReviewRow, to_lesson
 from memory.seedgate import candidate_cut, gate_types, passes_seed_gate, seed_gated
-from memory.types import GLOBAL_SCOPE, Lesson, LessonQuery, RecallStage, ScoredLesson
+from memory.types import (
+    ACTIVE,
+    GLOBAL_SCOPE,
+    Lesson,
+    LessonQuery,
+    RecallStage,
+    ScoredLesson,
+    utcnow,
+)
 
 
 @dataclass(frozen=True)
@@ -136,7 +144,7 @@ def _load(db: Database, ids: Sequence[str]) -> _Loaded:
 def _still_fits(lesson: Lesson, query: LessonQuery) -> bool:
     # The indexes can lag SQL (drift, concurrent status change) and status is not filtered in
     # the vector index at all: SQL has the last word.
-    return lesson.status in RECALLABLE and lesson.scope in scopes_of(query)
+    return lesson.status in ACTIVE and lesson.scope in scopes_of(query)
 
 
 def _diversify(
@@ -196,7 +204,7 @@ class _Search:
         """The recallable lessons of the searched scopes (of these types, if any), by scope,
         but the query's exclusions and those the data gate kept out: they would crowd the
         fallback searches' pools again."""
-        found = queries.ids_by_scope(self.db, self.scopes, RECALLABLE, error_types)
+        found = queries.ids_by_scope(self.db, self.scopes, ACTIVE, error_types)
         excluded = set(self.query.exclude) | self.blocked
         if not excluded:
             return found

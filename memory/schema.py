@@ -29,16 +29,12 @@ from memory.types import (
     Lesson,
     LessonUse,
     Run,
+    utcnow,
 )
 
 IndexState = str  # "pending" (SQL written, index not yet) | "indexed"
 INDEX_PENDING = "pending"
 INDEX_DONE = "indexed"
-
-
-def utcnow() -> datetime:
-    """Timezone-aware now; every timestamp in the store is UTC."""
-    return datetime.now(UTC)
 
 
 def aware(value: datetime) -> datetime:

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory.errors import brief
 from memory.store import Memory
-from memory.types import AddAction, LessonDraft
+from memory.types import ERROR_TYPE_MAX_CHARS, SCOPE_MAX_CHARS, AddAction, LessonDraft
 
 SeedProgress = Callable[[int], None]
 
@@ -39,12 +39,12 @@ class SeedRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
 
-    error_type: str = Field(min_length=1, max_length=100)
+    error_type: str = Field(min_length=1, max_length=ERROR_TYPE_MAX_CHARS)
     symptom: str = Field(min_length=1)
     root_cause: str = Field(min_length=1)
     fix: str = Field(min_length=1)
     applies_when: str = ""
-    scope: str | None = Field(default=None, min_length=1, max_length=200)
+    scope: str | None = Field(default=None, min_length=1, max_length=SCOPE_MAX_CHARS)
     status: Literal["candidate", "validated"] = "candidate"
 
 

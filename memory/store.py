@@ -86,7 +86,7 @@ class Memory(ConsolidationMethods):
         self._writer = LessonWriter(db, index, embedder, self.write_config, after_sql_commit)
         # Fault-injection point for tests: runs after a SQL commit, before the index write.
         self._after_sql_commit = after_sql_commit
-        self.lexical = LexicalIndex(db)
+        self._lexical = LexicalIndex(db)
         self._drop_index_on_close = drop_index_on_close
         # Set by `open`: the store was built with another embedder, and re-embedded as it
         # opened (`reembed=True`); a caller then need not do it again.
@@ -294,7 +294,7 @@ class Memory(ConsolidationMethods):
             query,
             embedder=self._embedder,
             index=self._index,
-            lexical=self.lexical,
+            lexical=self._lexical,
             db=self._db,
             config=self.recall_config,
         )
@@ -313,7 +313,7 @@ class Memory(ConsolidationMethods):
 
     def bm25_scores(self, text: str, scopes: Sequence[str]) -> Mapping[str, float]:
         """Recall's BM25 score of each recallable lesson of `scopes` sharing a word with `text`."""
-        return self.lexical.search(text, scopes)
+        return self._lexical.search(text, scopes)
 
     # -- runs and uses -----------------------------------------------------------------
 

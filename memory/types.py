@@ -7,12 +7,16 @@ sees these types, so the storage can change without touching the loop.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Generic, Literal, Protocol, TypeVar
+from datetime import UTC, datetime
+from typing import Generic, Literal, Protocol, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 LessonStatus = Literal["candidate", "validated", "deprecated", "merged"]
+STATUSES: tuple[LessonStatus, ...] = get_args(LessonStatus)
+# The active statuses: what recall hands out, and what consolidation, the stats and the
+# review count; a deprecated or merged lesson is kept for the record only.
+ACTIVE: tuple[LessonStatus, ...] = ("candidate", "validated")
 # The shared scope: its lessons apply in every scope that asks for them (`include_global`).
 GLOBAL_SCOPE = "global"
 RecallStage = Literal["seed", "reflection"]
@@ -27,6 +31,11 @@ T = TypeVar("T")
 # and the export format's; every write checks them, so a stored lesson always exports.
 SCOPE_MAX_CHARS = 200
 ERROR_TYPE_MAX_CHARS = 100
+
+
+def utcnow() -> datetime:
+    """Timezone-aware now; every timestamp in the store is UTC."""
+    return datetime.now(UTC)
 
 
 class Evidence(BaseModel):

@@ -20,13 +20,12 @@ from memory.db import Database
 from memory.dedup import pack, unpack
 from memory.embeddings import Embedder
 from memory.schema import LessonRow, RootCauseVectorRow
-from memory.types import LessonStatus
+from memory.types import ACTIVE
 
 Matrix = NDArray[np.float32]
 Bucket = tuple[str, str]  # (scope, error_type), or (scope, ALL_TYPES) across error types
 # A root cause shows up under several error types: consolidation may cluster a whole scope.
 ALL_TYPES = "*"
-ACTIVE: tuple[LessonStatus, ...] = ("candidate", "validated")
 _SQL_CHUNK = 900  # SQLite caps the bound parameters of one statement
 
 

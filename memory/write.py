@@ -32,9 +32,8 @@ from memory.schema import (
     evidence_json,
     lesson_from,
     to_lesson,
-    utcnow,
 )
-from memory.types import AddResult, Evidence, Lesson, LessonDraft
+from memory.types import AddResult, Evidence, Lesson, LessonDraft, utcnow
 
 # A lesson seen many times keeps its newest evidence only; `seen` still counts every sighting.
 MAX_EVIDENCE = 50

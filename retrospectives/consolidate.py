@@ -36,8 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent.llm.base import LLM, Usage
 from memory import Bucket, BucketVectors, Lease, Lesson, MergePlan, MergeRecord
 from memory.blas import one_blas_thread
-from memory.merges import ACTIVE
 from memory.store import Memory
+from memory.types import ACTIVE
 from retrospectives.canonical import write_canonical
 from retrospectives.cluster import Cluster, leader_clusters
 from retrospectives.errors import ConsolidationBusyError

@@ -3,6 +3,8 @@
     agent (library) -> memory <- retrospectives -> agent's LLM layer and trajectory types
     agent.app -> all three; nothing imports agent.app (but `python -m agent`'s entry point)
 
+The storage is memory's alone: outside memory/ no module imports the SQL and vector
+libraries or memory's storage modules, nor reads a store's private parts (`x._db`).
 Every import counts, also the lazy ones inside functions and under TYPE_CHECKING.
 """
 
@@ -17,6 +19,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("agent", "memory", "retrospectives")
+# What only memory/ touches: the storage libraries, its storage modules, a store's parts.
+STORAGE_LIBRARIES = ("sqlmodel", "sqlalchemy", "chromadb")
+STORAGE_MODULES = tuple(
+    f"memory.{name}"
+    for name in (
+        "commit", "consolidation_methods", "counts", "db", "faults", "index", "merge_write",
+        "migrate", "pools", "queries", "runs", "schema", "sync", "wiring", "write",
+    )
+)  # fmt: skip
+PRIVATE_PARTS = frozenset({"_db", "_index", "_embedder", "_lexical"})
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,14 @@ RULES = (
         Rule(package, ("scripts", "tests", "examples"), "packages never import the repo's tools")
         for package in PACKAGES
     ),
+    *(
+        Rule(
+            package,
+            (*STORAGE_LIBRARIES, *STORAGE_MODULES),
+            "the storage is memory's own: go through Memory and what memory/__init__ exports",
+        )
+        for package in ("agent", "retrospectives")
+    ),
 )
 
 
@@ -88,12 +108,25 @@ def imported(path: Path, module: str) -> Iterator[str]:
             yield from (f"{base}.{alias.name}" for alias in node.names)
 
 
+def private_reads(path: Path) -> Iterator[str]:
+    """`line: .part` for every read of a store's private part (`memory._db`, `self._index`)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Attribute) and node.attr in PRIVATE_PARTS:
+            yield f"{node.lineno}: .{node.attr}"
+
+
 def violations(root: Path) -> list[str]:
-    """`importer imports target: why` for every import under `root` that breaks a rule."""
+    """`importer imports target: why` for every import under `root` that breaks a rule, and
+    `module reads line: .part: why` for a store's private part read outside memory/."""
     found: list[str] = []
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             module = module_name(path, root)
+            if package != "memory":
+                found += [
+                    f"{module} reads {read}: a store's parts are memory's own"
+                    for read in private_reads(path)
+                ]
             for target in imported(path, module):
                 for rule in RULES:
                     if (
@@ -126,12 +159,18 @@ def test_the_rule_sees_every_kind_of_import(tmp_path: Path) -> None:
         "retrospectives/__init__.py": "",
         "retrospectives/learn.py": "from agent.app.session import finish_run\n",
         "retrospectives/ok.py": "from agent.llm.base import LLM\nfrom agent.result import Usage\n",
+        "retrospectives/rows.py": "from memory.schema import LessonRow\nimport chromadb\n",
+        "agent/app/store.py": "from sqlmodel import select\n\ndef f(m):\n    return m._db\n",
+        "agent/app/fine.py": "from memory import Memory\nfrom memory.types import ACTIVE\n",
+        "memory/own.py": "from memory.db import Database\n\ndef f(m):\n    return m._index\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     found = violations(tmp_path)
     assert sorted(line.split(":")[0] for line in found) == [
+        "agent.app.store imports sqlmodel.select",
+        "agent.app.store reads 4",
         "agent.checks imports retrospectives.extract",
         "agent.llm.local imports memory.types.Lesson",
         "agent.llm.resolve imports agent.app.settings.Settings",
@@ -140,6 +179,8 @@ def test_the_rule_sees_every_kind_of_import(tmp_path: Path) -> None:
         "memory.bad imports agent.loop",
         "memory.tool imports scripts._benchlib.record",
         "retrospectives.learn imports agent.app.session.finish_run",
+        "retrospectives.rows imports chromadb",
+        "retrospectives.rows imports memory.schema.LessonRow",
     ]
 
 

@@ -180,28 +180,9 @@ def demo(
         err.print(Text("error: ", style="red") + Text(str(exc)))
         raise typer.Exit(2) from exc
     if as_json:
-        sys.stdout.write(json.dumps(_demo_json(report), indent=2) + "\n")
+        sys.stdout.write(report.summary().model_dump_json(indent=2) + "\n")
     else:
         _print_demo(report)
-
-
-def _demo_json(report: DemoReport) -> dict[str, object]:
-    return {
-        "memory": report.memory,
-        "learned": report.learned,
-        "verdict": report.verdict,
-        "steps": [
-            {
-                "label": s.label,
-                "task": s.task_dir.name,
-                "with_memory": s.with_memory,
-                **s.result.summary().model_dump(mode="json"),
-                "lessons_stored": [lesson.model_dump(mode="json") for lesson in s.lessons_stored],
-                "lessons_recalled": [lesson.id for lesson in s.lessons_recalled],
-            }
-            for s in report.steps
-        ],
-    }
 
 
 def _print_demo(report: DemoReport) -> None:

@@ -17,6 +17,7 @@ from rich.table import Table
 from agent.app.cli_memory import MemoryOption
 from agent.app.session import open_memory
 from agent.app.settings import Settings
+from agent.app.worker import parse_duration, run_periodic, stop_on_signals
 from agent.errors import LessonloopError
 from agent.llm.base import LLM
 from agent.llm.resolve import resolve_llm
@@ -25,7 +26,6 @@ from memory.embeddings import Embedder
 from memory.errors import LessonMemoryError
 from retrospectives.consolidate import ConsolidationConfig, ConsolidationReport, Consolidator
 from retrospectives.lift import apply_lift
-from retrospectives.worker import parse_duration, run_periodic, stop_on_signals
 
 retro_app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 out = Console()

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.app.session import SessionResult, open_memory, run_task
+from agent.app.session import SessionResult, SessionSummary, open_memory, run_task
 from agent.app.settings import Settings
 from agent.errors import ConfigurationError
 from agent.llm.base import LLM
@@ -50,6 +50,38 @@ class DemoStep(BaseModel):
     result: SessionResult
     lessons_stored: tuple[Lesson, ...] = ()
     lessons_recalled: tuple[Lesson, ...] = ()
+
+    def summary(self) -> DemoStepSummary:
+        return DemoStepSummary(
+            **dict(self.result.summary()),
+            label=self.label,
+            task=self.task_dir.name,
+            with_memory=self.with_memory,
+            lessons_stored=self.lessons_stored,
+            lessons_recalled=tuple(lesson.id for lesson in self.lessons_recalled),
+        )
+
+
+class DemoStepSummary(SessionSummary):
+    """One step of `lessonloop demo --json`: the run's summary (as `run --json` prints it),
+    which step it was, the lessons it stored and the ids of those it recalled."""
+
+    label: str
+    task: str
+    with_memory: bool
+    lessons_stored: tuple[Lesson, ...]
+    lessons_recalled: tuple[str, ...]
+
+
+class DemoSummary(BaseModel):
+    """`lessonloop demo --json`: the store, the verdict and every step's summary."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory: str
+    learned: bool
+    verdict: str
+    steps: tuple[DemoStepSummary, ...]
 
 
 class DemoReport(BaseModel):
@@ -90,6 +122,14 @@ class DemoReport(BaseModel):
             f"with the lesson: {'passed' if a.passed else 'failed'} in {len(a.rounds)} round(s), "
             f"{a.usage.total_tokens} tokens; without: {'passed' if b.passed else 'failed'} in "
             f"{len(b.rounds)} round(s), {b.usage.total_tokens} tokens"
+        )
+
+    def summary(self) -> DemoSummary:
+        return DemoSummary(
+            memory=self.memory,
+            learned=self.learned,
+            verdict=self.verdict,
+            steps=tuple(step.summary() for step in self.steps),
         )
 
 

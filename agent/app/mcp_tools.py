@@ -35,6 +35,7 @@ from memory.redact import secret_kinds
 from memory.render import render_lesson, render_lessons
 from memory.seedgate import why_nothing
 from memory.types import (
+    ACTIVE,
     AddAction,
     Evidence,
     Lesson,
@@ -54,7 +55,6 @@ _ACTIONS: dict[AddAction, RecordAction] = {
     "merged_duplicate": "folded",
     "rejected_recall_loop": "refused",
 }
-ACTIVE: tuple[LessonStatus, ...] = ("candidate", "validated")
 # A person (or an assistant) searching wants every match up to `limit`, not a prompt budget.
 _SEARCH_BUDGET = 10_000_000
 _SEARCH_POOL = 50  # LessonQuery.limit allows at most 50

@@ -24,11 +24,10 @@ from agent.loop import LoopConfig, Observer, ReflectiveAgent
 from agent.result import RunResult, RunSummary, UsageSummary
 from agent.sandbox import Sandbox
 from agent.task import Task, load_task
-from memory import Embedder, Memory
+from memory import Embedder, Memory, missing_store
 from memory.embeddings import resolve_embedder
 from memory.errors import MemoryConfigError
 from memory.types import AddAction, AddResult, NullRecall
-from memory.wiring import missing_store
 from retrospectives.consolidate import ConsolidationReport
 from retrospectives.extract import Retrospective
 from retrospectives.learn import AutoConsolidation

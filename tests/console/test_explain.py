@@ -8,8 +8,7 @@ import pytest
 
 from agent.app.console.explain import explain
 from memory.ranking import RecallConfig, score
-from memory.schema import utcnow
-from memory.types import Lesson, ScoredLesson
+from memory.types import Lesson, ScoredLesson, utcnow
 
 
 def test_the_explained_terms_add_up_to_recalls_score() -> None:
@@ -26,7 +25,7 @@ def test_the_explained_terms_add_up_to_recalls_score() -> None:
     )
     (explained,) = explain([hit], config=config, bm25={"les_1": 2.5}, flagged={"les_1"}, now=now)
     assert explained.relevance == pytest.approx(relevance)
-    assert explained.lift_term == pytest.approx(config.lift_weight * 2 / 6)
+    assert explained.use_term == pytest.approx(config.use_weight * 2 / 6)
     assert explained.recency_term == pytest.approx(config.recency_weight * 0.5 ** (30 / 90))
     assert explained.validated_bonus == config.validated_bonus
     assert explained.flagged_penalty == config.flagged_penalty and explained.bm25 == 2.5

@@ -39,22 +39,22 @@ def lesson(word: str) -> LessonDraft:
 def test_postings_follow_sql_across_writers(tmp_path: Path) -> None:
     path = str(tmp_path / "store.sqlite3")
     with Memory.open(path, embedder=HashEmbedder()) as reader:
-        assert reader.lexical.scores("zulu yankee", ["default"]) == {}
+        assert reader._lexical.scores("zulu yankee", ["default"]) == {}
         with Memory.open(path, embedder=HashEmbedder()) as writer:  # another process, in effect
             zulu = writer.add(lesson("zulu")).lesson
             assert zulu is not None
-            assert set(reader.lexical.scores("zulu yankee", ["default"])) == {zulu.id}
+            assert set(reader._lexical.scores("zulu yankee", ["default"])) == {zulu.id}
             yankee = writer.add(lesson("yankee")).lesson
             assert yankee is not None
-            assert set(reader.lexical.scores("zulu yankee", ["default"])) == {zulu.id, yankee.id}
+            assert set(reader._lexical.scores("zulu yankee", ["default"])) == {zulu.id, yankee.id}
             writer.set_status(zulu.id, "deprecated")
-            assert set(reader.lexical.scores("zulu yankee", ["default"])) == {yankee.id}
+            assert set(reader._lexical.scores("zulu yankee", ["default"])) == {yankee.id}
             writer.update(yankee.id, symptom="xray failed", root_cause="xray cause")
-            assert reader.lexical.scores("zulu yankee", ["default"]) == {}
-            assert set(reader.lexical.scores("xray", ["default"])) == {yankee.id}
+            assert reader._lexical.scores("zulu yankee", ["default"]) == {}
+            assert set(reader._lexical.scores("xray", ["default"])) == {yankee.id}
             writer.update(yankee.id, scope="elsewhere")
-            assert reader.lexical.scores("xray", ["default"]) == {}
-            assert set(reader.lexical.scores("xray", ["default", "elsewhere"])) == {yankee.id}
+            assert reader._lexical.scores("xray", ["default"]) == {}
+            assert set(reader._lexical.scores("xray", ["default", "elsewhere"])) == {yankee.id}
 
 
 class ReferenceBM25:
@@ -150,14 +150,14 @@ def test_scores_of_several_scopes_sit_side_by_side(tmp_path: Path) -> None:
         here = memory.add(lesson("zulu")).lesson
         there = memory.add(lesson("zulu zulu").model_copy(update={"scope": "other"})).lesson
         assert here is not None and there is not None
-        found = memory.lexical.search("zulu cause", ["default", "other", "default"])
+        found = memory._lexical.search("zulu cause", ["default", "other", "default"])
         assert set(found) == {here.id, there.id} and len(found) == 2
         assert found.to_dict() == {
-            **memory.lexical.scores("zulu cause", ["default"]),
-            **memory.lexical.scores("zulu cause", ["other"]),
+            **memory._lexical.scores("zulu cause", ["default"]),
+            **memory._lexical.scores("zulu cause", ["other"]),
         }
         assert found.top(2) == sorted(found.items(), key=lambda pair: (-pair[1], pair[0]))
-        assert memory.lexical.search("nothing shared", ["default", "other"]).top(3) == []
+        assert memory._lexical.search("nothing shared", ["default", "other"]).top(3) == []
 
 
 def test_bm25_scores_shared_words_only() -> None:

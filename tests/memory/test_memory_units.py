@@ -11,7 +11,7 @@ from memory import HashEmbedder, Lesson, LessonQuery, ScoredLesson, estimate_tok
 from memory.db import sql_url
 from memory.embeddings import Embedder, MiniLMEmbedder, resolve_embedder
 from memory.errors import MemoryConfigError
-from memory.ranking import RecallConfig, lift, score
+from memory.ranking import RecallConfig, score, use_record
 from memory.recall import scopes_of
 from memory.render import HEADER
 
@@ -99,7 +99,7 @@ def test_lift_and_score_order_equally_similar_lessons() -> None:
     cfg = RecallConfig(min_similarity=0.4)
     fresh, old = lesson(), lesson(updated_at=NOW - timedelta(days=365))
     helped, misled = lesson(helped=5), lesson(misled=5)
-    assert lift(lesson()) == 0 and lift(helped) > 0 > lift(misled)
+    assert use_record(lesson()) == 0 and use_record(helped) > 0 > use_record(misled)
     assert score(0.6, helped, cfg, NOW) > score(0.6, fresh, cfg, NOW) > score(0.6, misled, cfg, NOW)
     assert score(0.6, fresh, cfg, NOW) > score(0.6, old, cfg, NOW)
     # similarity dominates: a much better match beats a proven but weaker one
@@ -156,6 +156,7 @@ def test_the_lesson_declarations_do_not_drift_apart() -> None:
     from memory.export import LessonRecord
     from memory.merges import MergePlan
     from memory.schema import LessonRow
+    from memory.seed import SeedRecord
     from memory.types import LessonDraft, LessonText, MergedCounts
     from retrospectives.canonical import Canonical, CanonicalAnswer
 
@@ -172,3 +173,10 @@ def test_the_lesson_declarations_do_not_drift_apart() -> None:
     assert set(LessonRecord.model_fields) == stored  # the export holds every lesson field
     assert stored < set(LessonRow.model_fields)  # the row adds vectors and index state
     assert set(LessonRow.model_fields) - stored == {"dedup_vector", "index_state"}
+    # A seed line is a draft's text with its type, and optionally scope and status.
+    assert set(SeedRecord.model_fields) == text | {"error_type", "scope", "status"}
+    for name in ("error_type", "scope"):
+        bounds = [
+            m.metadata for m in (SeedRecord.model_fields[name], LessonDraft.model_fields[name])
+        ]
+        assert bounds[0] == bounds[1], name  # the same bounds as every other write

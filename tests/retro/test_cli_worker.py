@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from agent.app import cli_retro as cli
+from agent.app.worker import parse_duration, run_periodic
 from memory.embeddings import HashEmbedder
 from memory.store import Memory
 from retrospectives.consolidate import ConsolidationConfig, Consolidator
-from retrospectives.worker import parse_duration, run_periodic
 from tests.retro.test_consolidate import BOM, CURRENCY, draft
 
 # The CLI opens MiniLM by default; the test store was built with the hashing embedder.

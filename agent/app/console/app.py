@@ -31,11 +31,10 @@ from agent.app.console.data import HYGIENE_WAIT_S, ConsoleData
 from agent.app.console.models import Decision
 from agent.app.console.security import CSRF_FIELD, GuardMiddleware, csrf_guard, new_csrf_token
 from memory import LessonFilter, LessonNotFoundError, MemoryUsageError
-from memory.types import LessonSort
+from memory.types import STATUSES, LessonSort
 
 PAGE_SIZE = 50
 SORTS: tuple[LessonSort, ...] = ("created_at", "updated_at", "seen", "recalled", "helped", "misled")
-STATUSES = ("candidate", "validated", "deprecated", "merged")
 _HERE = Path(str(files("agent.app.console")))
 Endpoint = Callable[[Request], Awaitable[Response]]
 

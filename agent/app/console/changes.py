@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agent.app.console.models import Change
-from memory.schema import utcnow
+from memory.types import utcnow
 
 
 class ChangeLog:

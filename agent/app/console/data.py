@@ -54,7 +54,7 @@ from memory import (
 )
 from memory.edit import EDITABLE
 from memory.quality import quality_report
-from memory.schema import utcnow
+from memory.types import ACTIVE, utcnow
 from retrospectives import consolidate
 
 T = TypeVar("T")
@@ -220,9 +220,7 @@ class ConsoleData:
             ids = [f.lesson_id for f in flags]
             lifts = {s.lesson_id: s for s in memory.lesson_lift(ids)} if ids else {}
             lessons = {i: self._maybe(memory, i) for i in ids}
-            misled = memory.list_lessons(
-                LessonFilter(status=curate.ACTIVE, sort="misled", limit=limit)
-            )
+            misled = memory.list_lessons(LessonFilter(status=ACTIVE, sort="misled", limit=limit))
             waiting = memory.list_lessons(
                 LessonFilter(status=("candidate",), sort="recalled", limit=limit)
             )

@@ -37,7 +37,7 @@ def explain(
                 score=hit.score,
                 relevance=hit.score - terms.total,
                 bm25=bm25.get(lesson.id),
-                lift_term=terms.lift,
+                use_term=terms.use,
                 recency_term=terms.recency,
                 validated_bonus=terms.validated_bonus,
                 flagged_penalty=terms.flagged_penalty,

@@ -46,7 +46,7 @@ class SearchHit(_Frozen):
     score: float  # what recall ranked by
     relevance: float  # fused rank by meaning and by words (1.0: first in both)
     bm25: float | None  # None: the lesson shares no word with the query
-    lift_term: float
+    use_term: float
     recency_term: float
     validated_bonus: float
     flagged_penalty: float
