@@ -47,15 +47,29 @@ class Decisions(BaseModel):
     demote: tuple[tuple[str, LessonStatus], ...] = ()  # (lesson id, new status)
 
 
-class LiftReport(BaseModel):
-    """The statistics and what was changed."""
+class PolicyChanges(BaseModel):
+    """What applying the policy changed, by lesson id."""
 
     model_config = ConfigDict(frozen=True)
 
+    validated: tuple[str, ...] = ()
+    flagged: tuple[str, ...] = ()
+    decayed: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        """'validated 1, flagged 0, decayed 2 (les_a, les_b)': for a person."""
+        counts = f"validated {len(self.validated)}, flagged {len(self.flagged)}, decayed "
+        decayed = f" ({', '.join(self.decayed)})" if self.decayed else ""
+        return counts + f"{len(self.decayed)}{decayed}"
+
+
+class LiftReport(PolicyChanges):
+    """The statistics and what was changed."""
+
     lifts: tuple[LessonLift, ...]
-    validated: tuple[str, ...]
-    flagged: tuple[str, ...]
-    decayed: tuple[str, ...]
+
+    def changes(self) -> PolicyChanges:
+        return PolicyChanges(validated=self.validated, flagged=self.flagged, decayed=self.decayed)
 
 
 def decide(

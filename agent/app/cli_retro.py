@@ -25,7 +25,7 @@ from memory import LessonLift, Memory, curate
 from memory.embeddings import Embedder
 from memory.errors import LessonMemoryError
 from retrospectives.consolidate import ConsolidationConfig, ConsolidationReport, Consolidator
-from retrospectives.lift import apply_lift
+from retrospectives.lift import PolicyChanges, apply_lift
 
 retro_app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 out = Console()
@@ -43,11 +43,13 @@ def _llm(settings: Settings, use_model: bool) -> LLM | None:
     return resolve_llm(settings.teacher_model, settings) if use_model else None
 
 
-def _report_json(report: ConsolidationReport) -> str:
-    return report.model_dump_json(indent=2)
+class ConsolidationRun(ConsolidationReport):
+    """`consolidate --json`: the pass, and what the lift policy applied after it changed."""
+
+    lift_policy: PolicyChanges
 
 
-def _print_report(report: ConsolidationReport) -> None:
+def _print_report(report: ConsolidationRun) -> None:
     out.print(
         f"[bold]consolidation[/] {'full' if report.full else 'incremental'}: "
         f"{report.new_lessons} new lessons in {report.buckets} buckets -> "
@@ -63,6 +65,7 @@ def _print_report(report: ConsolidationReport) -> None:
         out.print(
             f"  {merge.id}: {len(merge.member_ids)} -> {merge.canonical_id} ({merge.written_by})"
         )
+    out.print(f"lift policy: {report.lift_policy.line()}")
 
 
 @retro_app.command("consolidate")
@@ -80,7 +83,9 @@ def consolidate_cmd(
     memory: MemoryOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
-    """Merge lessons that share a root cause (reversible: --undo MERGE_ID)."""
+    """Merge lessons that share a root cause (reversible: --undo MERGE_ID), then apply the
+    lift policy (validate lessons that helped, flag ones that misled, decay ones unused for
+    90 days) and say what it changed."""
     try:
         settings = Settings.from_env(memory=memory)
         with open_memory(settings, _embedder(ctx), existing=True) as store:
@@ -98,11 +103,12 @@ def consolidate_cmd(
             )
 
             def show(report: ConsolidationReport) -> None:
+                # The periodic job also validates, flags and decays, and says so.
+                run = ConsolidationRun(**dict(report), lift_policy=apply_lift(store).changes())
                 if as_json:
-                    sys.stdout.write(_report_json(report) + "\n")
+                    sys.stdout.write(run.model_dump_json(indent=2) + "\n")
                 else:
-                    _print_report(report)
-                apply_lift(store)  # the periodic job also validates, flags and decays
+                    _print_report(run)
 
             if every is None:
                 show(consolidator.run())
@@ -130,11 +136,19 @@ def review_cmd(
     restore: Annotated[
         list[str] | None, typer.Option("--restore", help="Restore deprecated ID")
     ] = None,
+    apply_policy: Annotated[
+        bool,
+        typer.Option(
+            "--apply-policy",
+            help="First apply the lift policy, as each consolidation does: validate lessons "
+            "that helped, flag ones that misled, decay ones unused for 90 days",
+        ),
+    ] = False,
     memory: MemoryOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Lessons flagged for review (recalled into failing runs, or a deprecated lesson a
-    run learned again), with their lift."""
+    run learned again), with their lift. Changes nothing but what it is told to."""
     # Restore first, so that `--restore X --validate X` restores, then approves.
     decisions = (
         (keep, None),
@@ -145,7 +159,7 @@ def review_cmd(
     done: list[str] = []
     try:
         with open_memory(Settings.from_env(memory=memory), _embedder(ctx), existing=True) as store:
-            report = apply_lift(store)
+            changes = apply_lift(store).changes() if apply_policy else None
             # Status changes follow the curation rules (`memory.curate`), as everywhere.
             for ids, change in decisions:
                 for lesson_id in ids or ():
@@ -156,12 +170,13 @@ def review_cmd(
                     store.clear_review_flag(lesson_id)
                     done.append(lesson_id)
             open_flags = store.review_flags()
+            flag_ids = [f.lesson_id for f in open_flags]
+            lifts = {s.lesson_id: s for s in store.lesson_lift(flag_ids)} if flag_ids else {}
     except (LessonloopError, LessonMemoryError) as exc:
         err.print(f"[red]error:[/] {exc}")
         if done:
             err.print(f"decided before the error (kept): {', '.join(done)}")
         raise typer.Exit(2) from exc
-    lifts = {s.lesson_id: s for s in report.lifts}
     if as_json:
         rows = [
             {**f.model_dump(mode="json"), "lift": _lift_json(lifts.get(f.lesson_id))}
@@ -169,14 +184,18 @@ def review_cmd(
         ]
         sys.stdout.write(
             json.dumps(
-                {"flagged": rows, "validated": report.validated, "decayed": report.decayed},
+                {"flagged": rows, "lift_policy": None if changes is None else changes.model_dump()},
                 indent=2,
             )
             + "\n"
         )
         return
+    if changes is not None:
+        out.print(f"lift policy applied: {changes.line()}")
     table = Table(title=f"{len(open_flags)} lesson(s) flagged for review")
-    for column in ("lesson", "n", "pass rate [95% CI]", "baseline", "reason"):
+    # Whole ids (they are what --keep, --deprecate, ... take); the reason wraps instead.
+    table.add_column("lesson", no_wrap=True, min_width=max((len(i) for i in flag_ids), default=6))
+    for column in ("n", "pass rate [95% CI]", "baseline", "reason"):
         table.add_column(column)
     for f in open_flags:
         s = lifts.get(f.lesson_id)
@@ -184,7 +203,6 @@ def review_cmd(
         base = f"{s.baseline_passed}/{s.baseline_n} ({s.baseline_kind})" if s else "-"
         table.add_row(f.lesson_id, str(s.n if s else 0), rate, base, f.reason)
     out.print(table)
-    out.print(f"validated now: {len(report.validated)}; decayed now: {len(report.decayed)}")
 
 
 # Each decision accepts a lesson already in its target status (the flag is still cleared:

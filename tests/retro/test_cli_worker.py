@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from typer.testing import CliRunner
 from agent.app import cli_retro as cli
 from agent.app.worker import parse_duration, run_periodic
 from memory.embeddings import HashEmbedder
+from memory.export import export_lessons, import_lessons
 from memory.store import Memory
 from retrospectives.consolidate import ConsolidationConfig, Consolidator
 from tests.retro.test_consolidate import BOM, CURRENCY, draft
@@ -106,3 +109,57 @@ def test_worker_stops_cleanly_when_told() -> None:
 
         passes = run_periodic(consolidator, 0.01, stop, on_report=on_report)
         assert passes == 2 and len(reports[0].merges) == 1 and reports[1].merges == ()
+
+
+def _aged(store: Path, days: int) -> None:
+    """Make every lesson of `store` `days` old: export, back-date, import with --replace."""
+    with Memory.open(str(store), embedder=HashEmbedder()) as m:
+        buffer = io.StringIO()
+        export_lessons(m, buffer)
+        then = (datetime.now(UTC) - timedelta(days=days)).isoformat()
+        lines = [json.loads(line) for line in buffer.getvalue().splitlines()]
+        for line in lines[1:]:
+            line["created_at"] = line["updated_at"] = then
+        aged = "".join(json.dumps(line) + "\n" for line in lines)
+        import_lessons(m, io.StringIO(aged), replace=True)
+
+
+def test_review_only_lists_unless_told_to_apply_the_policy(store: Path) -> None:
+    with Memory.open(str(store), embedder=HashEmbedder()) as m:
+        ids = [x.id for x in m.list_lessons().items]
+        m.set_status(ids[0], "validated")  # a person approved it, long ago
+    _aged(store, days=200)
+    with Memory.open(str(store), embedder=HashEmbedder()) as m:
+        m.flag_for_review(ids[1], "recalled into failing runs")
+    runner = CliRunner()
+
+    def statuses() -> list[str]:
+        with Memory.open(str(store), embedder=HashEmbedder()) as m:
+            return [m.get(i).status for i in ids]
+
+    before = statuses()
+    looked = runner.invoke(cli.retro_app, obj=OBJ, args=["review", "--json"])
+    assert looked.exit_code == 0, looked.output
+    assert json.loads(looked.stdout)["lift_policy"] is None
+    shown = runner.invoke(cli.retro_app, obj=OBJ, args=["review"], terminal_width=80)
+    assert shown.exit_code == 0 and ids[1] in shown.stdout  # the whole id, to copy
+    assert statuses() == before  # looking changed nothing
+    applied = runner.invoke(cli.retro_app, obj=OBJ, args=["review", "--apply-policy", "--json"])
+    assert applied.exit_code == 0, applied.output
+    policy = json.loads(applied.stdout)["lift_policy"]
+    assert set(policy["decayed"]) == set(ids)  # unused for 200 days
+    assert statuses() == ["candidate"] + ["deprecated"] * (len(ids) - 1)
+
+
+def test_consolidate_says_what_the_lift_policy_changed(store: Path) -> None:
+    _aged(store, days=200)
+    runner = CliRunner()
+    result = runner.invoke(cli.retro_app, obj=OBJ, args=["consolidate", "--no-model", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["lift_policy"]["decayed"] and report["lift_policy"]["validated"] == []
+    with Memory.open(str(store), embedder=HashEmbedder()) as m:
+        for lesson_id in report["lift_policy"]["decayed"]:
+            assert m.get(lesson_id).status in ("deprecated", "candidate")
+    text = runner.invoke(cli.retro_app, obj=OBJ, args=["consolidate", "--no-model"])
+    assert text.exit_code == 0 and "lift policy: validated 0, flagged 0, decayed" in text.stdout

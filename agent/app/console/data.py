@@ -242,7 +242,7 @@ class ConsoleData:
             return None
 
     def refresh_review(self) -> tuple[int, int, int]:
-        """Apply the lift policy as `lessonloop review` does: (validated, flagged, decayed)."""
+        """Apply the lift policy as `review --apply-policy` does: (validated, flagged, decayed)."""
         from retrospectives.lift import apply_lift
 
         report = self._locked(apply_lift)
