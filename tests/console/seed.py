@@ -30,6 +30,10 @@ CURRENCY = (
 )
 
 
+ODD_SYMPTOM = "\nKeyError: 'date' after reading events.json"  # a leading newline
+ODD_ROOT_CAUSE = "the field is named 'ts'\r\nnot 'date'\rsee events.json\x00"  # CRLF, CR, NUL
+
+
 class Seeded(BaseModel):
     """What the seeded store holds, by role."""
 
@@ -102,8 +106,10 @@ def build(root: Path) -> Seeded:
         added = memory.add_many(
             [
                 _draft(
-                    "KeyError: 'date' after reading events.json",
-                    "the field is named 'ts'",
+                    # Text a form shows otherwise than it is stored: an edit of another
+                    # field must leave it as it was (tests/console/test_console_browser.py).
+                    ODD_SYMPTOM,
+                    ODD_ROOT_CAUSE,
                     "read 'ts'",
                     "ops",
                     "KeyError",

@@ -9,13 +9,14 @@ Screenshots are kept under tests/artifacts/console/ (ignored by git).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from memory import LessonNotFoundError
-from tests.console.seed import XSS, Seeded, build, open_store
+from tests.console.seed import ODD_ROOT_CAUSE, ODD_SYMPTOM, XSS, Seeded, build, open_store
 from tests.console.server import console
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -202,6 +203,8 @@ def _store_changed(s: Seeded) -> None:
     with open_store(s.store) as memory:
         approved = memory.get(s.to_approve)
         assert approved.status == "validated" and approved.fix.endswith(EDITED)
+        # Only the field the curator changed was written; the others kept their exact text.
+        assert (approved.symptom, approved.root_cause) == (ODD_SYMPTOM, ODD_ROOT_CAUSE)
         assert memory.get(s.to_deprecate).status == "deprecated"
         assert memory.get(s.flagged).status == "candidate"
         assert s.flagged not in memory.flagged_ids([s.flagged])
@@ -212,6 +215,8 @@ def _store_changed(s: Seeded) -> None:
             memory.get(s.canonical)  # the merge created it; the undo removed it
         assert memory.check().clean  # the index followed every change
     log = (s.home / "console" / "changes.jsonl").read_text()
+    (edit,) = [e for e in map(json.loads, log.splitlines()) if e["action"] == "edit"]
+    assert edit["detail"].startswith("fix: ") and "root_cause" not in edit["detail"]
     for lesson_id in (s.to_approve, s.to_deprecate, s.flagged, *s.merged):
         assert lesson_id in log
 

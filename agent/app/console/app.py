@@ -27,7 +27,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from agent.app.console.data import HYGIENE_WAIT_S, ConsoleData
+from agent.app.console.data import HYGIENE_WAIT_S, ConsoleData, form_text
 from agent.app.console.models import Decision
 from agent.app.console.security import CSRF_FIELD, GuardMiddleware, csrf_guard, new_csrf_token
 from memory import LessonFilter, LessonNotFoundError, MemoryUsageError
@@ -137,7 +137,7 @@ class Pages:
     async def edit(self, request: Request) -> Response:
         lesson_id = request.path_params["lesson_id"]
         form = await request.form()
-        fields = {k: str(form[k]).replace("\r\n", "\n") for k in FORM_FIELDS if k in form}
+        fields = {k: form_text(str(form[k])) for k in FORM_FIELDS if k in form}
         await run_in_threadpool(lambda: self.data.edit(lesson_id, fields, _client(request)))
         return RedirectResponse(f"/lessons/{lesson_id}?done=saved", status_code=303)
 

@@ -73,6 +73,12 @@ HYGIENE_WAIT_S = 3.0
 HYGIENE_AUTO_MAX = 20_000
 
 
+def form_text(text: str) -> str:
+    """`text` as an HTML form shows it and sends it back: line breaks as LF (a browser sends
+    CRLF, and its parser reads a lone CR as LF), NUL as U+FFFD (the parser's replacement)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\0", "\ufffd")
+
+
 class ConsoleData:
     """The console's view of one store (plus the run directories and benchmark results)."""
 
@@ -176,13 +182,18 @@ class ConsoleData:
         )
 
     def edit(self, lesson_id: str, fields: dict[str, str], client: str) -> Lesson:
-        """Change a lesson's text (redacted, re-embedded by `Memory.update`); logged."""
+        """Change a lesson's text (redacted, re-embedded by `Memory.update`); logged.
+
+        `fields` as the edit form sent them (`form_text`): a field that reads as the form
+        showed it was not touched and keeps its stored text, line breaks and all."""
         unknown = set(fields) - set(EDITABLE)
         if unknown:
             raise MemoryUsageError(f"cannot edit {', '.join(sorted(unknown))}")
         with self._store() as memory:
             before = memory.get(lesson_id)
-            changed = {k: v for k, v in fields.items() if getattr(before, k) != v}
+            changed = {
+                k: v for k, v in fields.items() if form_text(getattr(before, k)) != form_text(v)
+            }
             if not changed:
                 return before
             after = memory.update(lesson_id, **changed)
