@@ -319,12 +319,16 @@ class LessonWriter:
 
     @staticmethod
     def _seen_again(session: Session, lesson_id: str, draft: LessonDraft, batch: _Batch) -> Lesson:
-        """One more sighting of a lesson: stored, or created earlier in this batch."""
+        """One more sighting of a lesson: stored, or created earlier in this batch. A
+        validated draft (a person's, e.g. a seed line marked so) validates a candidate it
+        meets; nothing else changes a status here."""
         values = batch.inserts.get(lesson_id)
         if values is not None:
             values["seen"] += 1
             values["evidence"] = _merge_evidence(values["evidence"], draft.evidence)
             values["updated_at"] = utcnow()
+            if draft.status == "validated" and values["status"] == "candidate":
+                values["status"] = "validated"
             return lesson_from(values)
         row = session.exec(
             select(LessonRow).where(LessonRow.id == lesson_id).with_for_update()
@@ -332,6 +336,8 @@ class LessonWriter:
         row.seen += 1
         row.evidence = _merge_evidence(row.evidence or [], draft.evidence)
         row.updated_at = utcnow()
+        if draft.status == "validated" and row.status == "candidate":
+            row.status = "validated"
         session.add(row)
         if row.status == "deprecated":
             _flag_relearned(session, row, batch.run_id)

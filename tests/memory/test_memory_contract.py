@@ -107,6 +107,22 @@ def test_duplicate_root_cause_and_fix_merges(store: Memory) -> None:
     assert store.list_lessons().total == 1
 
 
+def test_a_validated_draft_validates_the_candidate_it_folds_into(store: Memory) -> None:
+    # A person's validated record (a seed line marked so) meeting a stored candidate, and
+    # one meeting a candidate made earlier in the same batch: both end validated.
+    first = store.add(draft(1))
+    again = store.add(draft(1).model_copy(update={"status": "validated"}))
+    batch = store.add_many([draft(2), draft(2).model_copy(update={"status": "validated"})])
+    assert first.lesson is not None and again.action == "merged_duplicate"
+    assert store.get(first.lesson.id).status == "validated"
+    created, folded = batch
+    assert created.lesson is not None and folded.action == "merged_duplicate"
+    assert store.get(created.lesson.id).status == "validated"
+    # A candidate draft never lowers a validated lesson.
+    store.add(draft(1))
+    assert store.get(first.lesson.id).status == "validated"
+
+
 def test_a_deprecated_lesson_learned_again_stays_deprecated_and_is_flagged(
     store: Memory,
 ) -> None:
