@@ -23,7 +23,7 @@ from sqlalchemy.exc import DatabaseError, InternalError, OperationalError, SQLAl
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, create_engine
 
-from memory.errors import MemoryBackendError, MemoryConfigError
+from memory.errors import MemoryBackendError, MemoryConfigError, read_only, read_only_store
 from memory.migrate import upgrade
 
 _WRITE_OPTION = "lessonloop_write"
@@ -124,6 +124,10 @@ class Database:
             with self.write("__schema__") as session:
                 upgrade(session)
         except SQLAlchemyError as exc:
+            file = self.engine.url.database if self.engine.url.drivername == "sqlite" else None
+            where = read_only(Path(file), Path(file).parent) if file else None
+            if where is not None:
+                raise MemoryBackendError(read_only_store(where, getattr(exc, "orig", exc))) from exc
             raise MemoryBackendError(f"cannot create memory tables: {exc}") from exc
 
     @contextmanager

@@ -16,6 +16,8 @@ The name avoids shadowing the builtin `MemoryError` (out of RAM), which means so
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -70,3 +72,17 @@ class IndexBehindError(MemoryBackendError):
 def brief(exc: ValidationError) -> str:
     """A validation error on one line: `field: problem; ...` (no pydantic URLs)."""
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
+
+
+def read_only(*paths: Path) -> Path | None:
+    """The first of `paths` this process cannot write (a file, or a directory's entries)."""
+    return next((p for p in paths if p.exists() and not os.access(p, os.W_OK)), None)
+
+
+def read_only_store(where: Path, exc: object) -> str:
+    """The message for a store on read-only files or media."""
+    return (
+        f"{where} is read-only ({exc}): lessonloop opens a store for writing even to read it "
+        "(SQLite's journal, the vector index); copy the store to a writable directory to "
+        "inspect it"
+    )

@@ -30,7 +30,13 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from memory.errors import EmbeddingMismatchError, MemoryBackendError, MemoryConfigError
+from memory.errors import (
+    EmbeddingMismatchError,
+    MemoryBackendError,
+    MemoryConfigError,
+    read_only,
+    read_only_store,
+)
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -113,6 +119,9 @@ def embedded_client(path: Path) -> ClientAPI:
     try:
         return chromadb.PersistentClient(path=str(path), settings=_settings())
     except _chroma_errors() as exc:  # e.g. "database or disk is full"
+        where = read_only(path / "chroma.sqlite3", path)
+        if where is not None:
+            raise MemoryBackendError(read_only_store(where, exc)) from exc
         raise MemoryBackendError(
             f"cannot open the vector index at {path}: {exc} (it is derived from SQL: if the "
             "disk is fine, move that directory aside and the next open rebuilds it)"

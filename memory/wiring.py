@@ -11,7 +11,7 @@ from sqlmodel import select
 
 from memory.db import Database, sql_url
 from memory.embeddings import Embedder
-from memory.errors import MemoryConfigError
+from memory.errors import MemoryConfigError, read_only
 from memory.index import embedded_client, http_client
 from memory.matchtext import INDEX_TEXT_VERSION
 from memory.schema import LessonRow, MetaRow
@@ -57,6 +57,8 @@ def missing_store(url_or_path: str) -> str | None:
                 (LessonRow.__tablename__,),
             ).fetchone()
     except sqlite3.DatabaseError as exc:
+        if read_only(file, file.parent) is not None:
+            return None  # a store on read-only media: opening it says so (`Database.connect`)
         return f"{file} is not a lessonloop store ({exc})"
     return None if found else f"{file} is not a lessonloop store (it holds no lessons table)"
 

@@ -216,3 +216,41 @@ def test_a_malformed_task_is_refused_before_a_store_is_made(tmp_path: Path) -> N
     proc = lessonloop(tmp_path, "run", str(task), "--memory", str(new_store))
     one_error_line(proc, "unknown keys ['bogus']")
     assert not new_store.exists()
+
+
+def _without_root_powers() -> list[str]:
+    """A prefix that makes file permissions bite for root too (dropping CAP_DAC_OVERRIDE)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("root without setpriv (util-linux): permissions cannot be made to bite")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+
+
+@pytest.mark.parametrize("what", ["files", "files and directories"])
+def test_a_read_only_store_is_named_read_only_not_foreign(
+    tmp_path: Path, store: Path, what: str
+) -> None:
+    copy = tmp_path / "backup"
+    shutil.copytree(store, copy)
+    for path in [copy, *copy.rglob("*")]:
+        if path.is_file() or what == "files and directories":
+            path.chmod(path.stat().st_mode & 0o555)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("LESSONLOOP_")}
+    try:
+        for command in (["lessons", "list"], ["lessons", "export"], ["review"]):
+            proc = subprocess.run(
+                [*_without_root_powers(), sys.executable, "-m", "agent", *command],
+                capture_output=True,
+                text=True,
+                env={**base, "LESSONLOOP_MEMORY": str(copy), "LESSONLOOP_EMBEDDER": "hash"}
+                | {"LESSONLOOP_HOME": str(tmp_path / "home")},
+                timeout=300,
+            )
+            one_error_line(proc, "is read-only")
+            assert "copy the store to a writable directory" in proc.stderr
+            assert "not a lessonloop store" not in proc.stderr  # it is one: leave it be
+    finally:
+        for path in [copy, *copy.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o200)
