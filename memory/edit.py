@@ -16,11 +16,14 @@ from memory.index import LessonIndex
 from memory.redact import redact
 from memory.schema import INDEX_PENDING, LessonRow, to_lesson
 from memory.types import ERROR_TYPE_MAX_CHARS, SCOPE_MAX_CHARS, Lesson, LessonStatus, utcnow
+from memory.vectors import forget_vectors
 
 TEXT_FIELDS = ("symptom", "root_cause", "fix", "applies_when")
 EDITABLE = ("scope", "error_type", *TEXT_FIELDS)
 # What an edit may not leave blank (`applies_when` may be: "whenever the symptom shows").
 REQUIRED = ("scope", "error_type", "symptom", "root_cause", "fix")
+# What consolidation clusters on (the root-cause vector of root cause + fix, the bucket).
+CLUSTERED = frozenset({"root_cause", "fix", "scope", "error_type"})
 
 
 def row_for_update(session: Any, lesson_id: str) -> LessonRow:
@@ -74,6 +77,8 @@ def update_lesson(
             )
         for key, value in changes.items():
             setattr(row, key, value)
+        if CLUSTERED.intersection(changes):
+            forget_vectors(session, [current.id])  # the next consolidation pass sees it anew
         row.dedup_vector = pack(dedup_vec)
         row.embedding_model = embedder.model_id
         row.index_state = INDEX_PENDING

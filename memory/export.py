@@ -42,7 +42,9 @@ Errors: a missing or foreign header, or an unknown version, refuses the whole fi
 (`ImportFormatError`, nothing imported). A bad lesson line (not JSON, failing validation, an
 id repeated in the file) is reported with its 1-based line number; the other lines are
 imported. An id already in the store is skipped and reported, or overwritten with
-`replace=True`. Lessons are written in committed chunks: an interrupted import keeps what it
+`replace=True`, but not a lesson merged into another since the export (the line is
+reported: undo the merge first). A replaced lesson is clustered again by the next
+consolidation pass. Lessons are written in committed chunks: an interrupted import keeps what it
 wrote; rows written to SQL but not yet indexed are finished by `Memory.check(repair=True)`.
 
 Version policy: `version` is an integer, bumped on any change an older reader could misread
@@ -78,6 +80,7 @@ from memory.types import (
     LessonFilter,
     LessonStatus,
 )
+from memory.vectors import forget_vectors
 
 FORMAT = "lessonloop.lessons"
 VERSION = 1
@@ -357,17 +360,30 @@ def _write_chunk(
         changes = IndexChanges()
         ids = [r.id for r in todo]
         locked = (
-            select(LessonRow.id, LessonRow.scope)
+            select(LessonRow.id, LessonRow.scope, LessonRow.merged_into)
             .where(col(LessonRow.id).in_(ids))
             .with_for_update()
         )
-        stored = dict(session.exec(locked).all())
+        stored = {i: (scope, link) for i, scope, link in session.exec(locked).all()}
         new: list[dict[str, Any]] = []
         old: list[dict[str, Any]] = []
         for i, record in enumerate(todo):
             exists = record.id in stored
             if exists and not replace:
                 state.skipped.append(record.id)  # written by someone else meanwhile
+                continue
+            link = stored[record.id][1] if exists else None
+            if link is not None and link != record.merged_into:
+                # Merged since the export: replacing it would leave it active beside the
+                # canonical that holds it, counted twice, and the merge could not be undone.
+                state.errors.append(
+                    LineError(
+                        line=state.first_line.get(record.id, 0),
+                        message=f"lesson {record.id} was merged into {link} after this "
+                        "export: undo that merge first (`lessonloop consolidate --undo "
+                        "MERGE_ID`), or import into an empty store",
+                    )
+                )
                 continue
             (state.replaced if exists else state.imported).append(record.id)
             values = _row(record, vectors[i], embedder.model_id)
@@ -379,10 +395,11 @@ def _write_chunk(
                 )
             )
             changes.vectors[record.id] = vectors[len(todo) + i]
-            if exists and stored[record.id] != record.scope:
+            if exists and stored[record.id][0] != record.scope:
                 # A replaced lesson that changed scope lives in the old scope's collection.
                 changes.delete.append(record.id)
         _store_rows(session, new, old)
+        forget_vectors(session, [v["id"] for v in old])  # the next pass clusters them anew
         return Written(None, changes)
 
     # A failed transaction raises out of import_lessons, so no report counts its ids.

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy import func, or_, update
-from sqlmodel import col, select
+from sqlalchemy import delete, func, or_, update
+from sqlmodel import Session, col, select
 
 from memory.db import Database
 from memory.dedup import pack, unpack
@@ -170,6 +170,16 @@ def unprocessed_count(db: Database) -> int:
             )
         ).one()
     return int(count)
+
+
+def forget_vectors(session: Session, ids: Sequence[str]) -> None:
+    """Drop the cached vectors of lessons whose clustering text or bucket changed (an edit,
+    an import that replaced them): the next pass embeds them again and takes them as new."""
+    for start in range(0, len(ids), _SQL_CHUNK):
+        chunk = list(ids[start : start + _SQL_CHUNK])
+        session.execute(
+            delete(RootCauseVectorRow).where(col(RootCauseVectorRow.lesson_id).in_(chunk))
+        )
 
 
 def mark_processed(db: Database, ids: Sequence[str]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ import pytest
 
 from agent.llm.scripted import ScriptedLLM
 from memory.embeddings import HashEmbedder
+from memory.export import export_lessons, import_lessons
 from memory.merges import MergeConflictError, MergeNotFoundError
 from memory.store import Memory
 from memory.types import Lesson, LessonDraft, LessonFilter
@@ -159,6 +161,44 @@ def test_incremental_pass_folds_newcomers_into_the_canonical(memory: Memory) -> 
     undo(memory, second.id)
     assert {k: v for k, v in lessons(memory).items() if k != late} == state_after_first
     undo(memory, first.id)
+    assert all(les.status == "candidate" for les in lessons(memory).values())
+
+
+def test_an_edited_root_cause_is_clustered_again(memory: Memory) -> None:
+    # A lesson a pass has clustered is edited into the same root cause as another: the next
+    # incremental pass sees it anew (its cached vector was of the old text) and merges it.
+    (currency, bom) = seed(memory, CURRENCY[0], BOM)
+    assert consolidate(memory, llm=None, config=CFG).merges == ()
+    memory.update(bom, root_cause=CURRENCY[1][0], fix=CURRENCY[1][1])
+    report = consolidate(memory, llm=None, config=CFG)
+    assert report.new_lessons == 1
+    (merge,) = report.merges
+    assert set(merge.member_ids) == {currency, bom}
+    # An edit that leaves the clustering text alone changes nothing for the pass.
+    memory.update(merge.canonical_id, applies_when="when amounts carry a '$'")
+    assert consolidate(memory, llm=None, config=CFG).new_lessons == 0
+
+
+def test_replacing_from_an_export_older_than_a_merge_refuses_the_merged_lessons(
+    memory: Memory,
+) -> None:
+    seed(memory, *CURRENCY[:2], BOM)
+    backup = io.StringIO()
+    export_lessons(memory, backup)
+    (merge,) = consolidate(memory, llm=None, config=CFG).merges
+    after = lessons(memory)
+    report = import_lessons(memory, io.StringIO(backup.getvalue()), replace=True)
+    # The merged lessons stay merged (else each would be active beside its canonical and
+    # counted twice, and the merge could not be undone); the lesson no merge took is replaced.
+    assert sorted(e.line for e in report.errors) == [2, 3]
+    assert all("merged into" in e.message and "--undo" in e.message for e in report.errors)
+    assert len(report.replaced) == 1
+    now = lessons(memory)
+    assert now.keys() == after.keys()
+    assert {k: v for k, v in now.items() if k not in report.replaced} == {
+        k: v for k, v in after.items() if k not in report.replaced
+    }
+    undo(memory, merge.id)  # still undoable
     assert all(les.status == "candidate" for les in lessons(memory).values())
 
 
