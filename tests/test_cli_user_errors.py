@@ -218,6 +218,17 @@ def test_a_malformed_task_is_refused_before_a_store_is_made(tmp_path: Path) -> N
     assert not new_store.exists()
 
 
+def test_replace_with_seed_records_is_refused_before_a_store_is_made(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text('{"error_type": "E", "symptom": "s", "root_cause": "r", "fix": "f"}\n')
+    new_store = tmp_path / "new_store"
+    proc = lessonloop(
+        tmp_path, "lessons", "--memory", str(new_store), "import", str(seeds), "--replace"
+    )
+    one_error_line(proc, "seed records are imported without --replace")
+    assert not new_store.exists()
+
+
 def _without_root_powers() -> list[str]:
     """A prefix that makes file permissions bite for root too (dropping CAP_DAC_OVERRIDE)."""
     if os.geteuid() != 0:

@@ -244,7 +244,13 @@ def import_cmd(
                 export.check_header(*numbered[0])
             except export.ImportFormatError as exc:
                 fail(str(exc), 1)
-        if (restore or replace) and scope is not None:
+        if replace and not restore:  # refused before a store is made, like a bad header
+            fail(
+                f"--replace overwrites lessons by id from an export, and {file} has no "
+                f"{export.FORMAT} header: seed records are imported without --replace",
+                2,
+            )
+        if restore and scope is not None:
             fail("--scope applies to seed records: an export restores each lesson in its scope", 2)
         if scope is not None and not 0 < len(scope.strip()) <= SCOPE_MAX_CHARS:
             fail(f"--scope must be 1 to {SCOPE_MAX_CHARS} characters, not blank", 2)
