@@ -157,6 +157,24 @@ def unchanged(row: Mapping[str, Any] | None, expected: datetime) -> bool:
     )
 
 
+def _changed_since(session: Session, merge: MergeRow) -> str:
+    """Why the canonical of `merge` is not as the merge left it: a later merge that still
+    stands (undo it first), or an edit or a new sighting (that no undo can take back)."""
+    later = session.exec(
+        select(MergeRow.id)
+        .where(MergeRow.canonical_id == merge.canonical_id)
+        .where(col(MergeRow.undone_at).is_(None))
+        .where(MergeRow.created_at > merge.created_at)
+        .order_by(col(MergeRow.created_at).desc())
+    ).first()
+    if later is not None:
+        return f"merge {later} built on merge {merge.id} later: undo {later} first"
+    return (
+        f"canonical {merge.canonical_id} was edited or seen again after merge {merge.id}: "
+        "undoing the merge would drop that change; edit or deprecate the canonical instead"
+    )
+
+
 def undo_merge(
     db: Database,
     index: LessonIndex,
@@ -180,10 +198,7 @@ def undo_merge(
         canonical = session.get(LessonRow, merge.canonical_id, with_for_update=True)
         after = datetime.fromisoformat(merge.after_canonical["updated_at"])
         if canonical is None or aware(canonical.updated_at) != after:
-            raise MergeConflictError(
-                f"canonical {merge.canonical_id} changed after merge {merge_id} "
-                "(a later merge or an edit): undo that first"
-            )
+            raise MergeConflictError(_changed_since(session, merge))
         since = {
             name: (merge.after_canonical[name], getattr(canonical, name))
             for name in USE_COUNTERS

@@ -185,11 +185,22 @@ def test_a_fold_into_a_canonical_is_undone_to_its_old_text(store: Memory) -> Non
     second = store.apply_merge(plan([c], canonical=canonical, text=97))
     assert second is not None and not second.created_canonical
     assert second.canonical_id == canonical.id and found(store, 97) == [canonical.id]
-    with pytest.raises(MergeConflictError, match="undo that first"):
+    later = f"merge {second.id} built on merge {first.id} later: undo {second.id} first"
+    with pytest.raises(MergeConflictError, match=later):
         store.undo_merge(first.id)  # the later fold built on it
     store.undo_merge(second.id)
     assert store.get(canonical.id) == canonical and store.get(c.id).status == "candidate"
     assert found(store, 98) == [canonical.id] and store.check().clean
+
+
+def test_an_edited_canonical_says_no_undo_takes_the_edit_back(store: Memory) -> None:
+    a, b = add(store, 1, 2)
+    record = store.apply_merge(plan([a, b], text=98))
+    assert record is not None
+    store.update(record.canonical_id, applies_when="when it applies")
+    with pytest.raises(MergeConflictError, match="was edited or seen again after merge"):
+        store.undo_merge(record.id)
+    assert store.get(a.id).status == "merged"  # nothing was undone
 
 
 def test_a_crash_between_merge_commit_and_index_is_repaired(spec: StoreSpec) -> None:
