@@ -323,6 +323,10 @@ def test_edit_reembeds(store: Path) -> None:
     assert edited["applies_when"] == "reading CSV exports" and edited["status"] == "candidate"
     hits = as_json(store, "lessons", "search", "read_excel gives NaT dates", "--limit", "1")
     assert isinstance(hits, list) and hits[0]["lesson"]["id"] == TZ
+    # A symptom that opens with blank lines is listed by its first line of text.
+    cli(store, "lessons", "edit", TZ, "--symptom", "\n\nNaT in every date cell\nmore")
+    listed = cli(store, "lessons", "list", "--error-type", "check_failed").stdout
+    assert "    NaT in every date cell" in listed
     assert "nothing to change" in cli(store, "lessons", "edit", TZ, code=2).stderr
     assert "no lesson" in cli(store, "lessons", "edit", "les_x", "--fix", "y", code=1).stderr
 

@@ -159,7 +159,7 @@ def print_lesson_line(lesson: Lesson, prefix: str = "") -> None:
     head = Text(prefix) + Text(x.id, style="bold") + Text("  ") + status_text(x.status)
     head += Text(f"  {x.error_type}  scope {x.scope}  {counters}  {when(x.created_at)}")
     out.print(head)
-    symptom = x.symptom.splitlines()[0] if x.symptom.strip() else "-"
+    symptom = next((line for line in x.symptom.splitlines() if line.strip()), "-")
     out.print(Text("    " + symptom, style="dim"), no_wrap=True, overflow="ellipsis")
 
 
