@@ -248,7 +248,15 @@ def _may_match(kind: str, low: str, separated: bool) -> bool:
 
 
 def redact(text: str) -> str:
-    """`text` with credentials masked. Idempotent: redacting twice changes nothing more."""
+    """`text` as the store keeps it: credentials masked, and NUL (a program's binary output
+    in a symptom; PostgreSQL cannot store it) as U+FFFD, as a browser shows it. Idempotent:
+    redacting twice changes nothing more."""
+    masked = _mask(text)
+    return masked.replace("\0", "\ufffd") if "\0" in masked else masked
+
+
+def _mask(text: str) -> str:
+    """`text` with credentials masked."""
     if not text.isascii():
         # Case-insensitive patterns match some non-ASCII letters ('ſ' for 's', the Kelvin
         # sign for 'k') that lower() does not turn into the anchors: no gate.

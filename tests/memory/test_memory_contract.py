@@ -93,6 +93,24 @@ def test_secrets_are_redacted_before_storage(store: Memory) -> None:
     assert "postgresql://app:[REDACTED]@db.internal:5432/prod" in stored.symptom
 
 
+def test_nul_from_binary_program_output_is_stored_on_every_backend(store: Memory) -> None:
+    # PostgreSQL refuses NUL in text: every write keeps it as U+FFFD (what a browser shows).
+    binary = LessonDraft(
+        error_type="UnicodeDecodeError",
+        symptom="the program printed b'\x00\x01' raw: \x00\x01 PK",
+        root_cause="a zip read\x00 as text",
+        fix="open it in binary mode",
+        evidence=(Evidence(run_id="r", excerpt="stdout: \x00\x00PK"),),
+    )
+    lesson = store.add(binary).lesson
+    assert lesson is not None
+    stored = store.get(lesson.id)
+    assert "\x00" not in stored.symptom + stored.root_cause + stored.evidence[0].excerpt
+    assert stored.root_cause == "a zip read\ufffd as text"
+    edited = store.update(lesson.id, fix="open it with 'rb'\x00")
+    assert edited.fix == "open it with 'rb'\ufffd"
+
+
 def test_duplicate_root_cause_and_fix_merges(store: Memory) -> None:
     first = store.add(draft(1), run_id="run-a")
     again = store.add(
