@@ -62,8 +62,7 @@ def update_lesson(
     if over:
         limits = ", ".join(f"{k} {n}" for k, n in bounds.items())
         raise MemoryUsageError(f"too long: {', '.join(over)}; at most {limits} characters")
-    # Scope and error type are names: ' ops ' is 'ops', as every other write takes it.
-    changes = {k: redact(v) if k in TEXT_FIELDS else v.strip() for k, v in fields.items()}
+    changes = {k: redact(v) if k in TEXT_FIELDS else v for k, v in fields.items()}
     new = current.model_copy(update=changes)
     dedup_vec, index_vec = embedder.embed(
         [dedup_text(new.root_cause, new.fix), index_text(new.symptom, new.root_cause)]

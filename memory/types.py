@@ -101,12 +101,6 @@ class LessonDraft(LessonText):
             raise ValueError("cannot be blank")
         return value
 
-    @field_validator("scope", "error_type")
-    @classmethod
-    def _a_name(cls, value: str) -> str:
-        # A name, not text: ' ops ' is the scope 'ops' (as a seed line and an edit take it).
-        return value.strip()
-
 
 class Lesson(BaseModel):
     """A stored lesson with its counters and merge provenance."""

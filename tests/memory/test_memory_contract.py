@@ -384,16 +384,6 @@ def test_update_reembeds_and_redacts(store: Memory) -> None:
     assert store.check().clean
 
 
-def test_scope_and_error_type_are_names_without_surrounding_spaces(store: Memory) -> None:
-    added = store.add(draft(1, scope=" ops\t", error_type=" KeyError "))
-    assert added.lesson is not None
-    assert (added.lesson.scope, added.lesson.error_type) == ("ops", "KeyError")
-    moved = store.update(added.lesson.id, scope="  billing  ", error_type="ValueError ")
-    assert (moved.scope, moved.error_type) == ("billing", "ValueError")
-    query = LessonQuery(text="alpha1 bravo1 charlie1", scope="billing")
-    assert [s.lesson.id for s in store.recall(query)] == [moved.id]
-
-
 def test_an_edit_that_would_break_the_store_is_refused_and_writes_nothing(store: Memory) -> None:
     from memory.export import export_lines
 
