@@ -42,10 +42,10 @@ Errors: a missing or foreign header, or an unknown version, refuses the whole fi
 (`ImportFormatError`, nothing imported). A bad lesson line (not JSON, failing validation, an
 id repeated in the file) is reported with its 1-based line number; the other lines are
 imported. An id already in the store is skipped and reported, or overwritten with
-`replace=True`, but not a lesson merged into another since the export (the line is
-reported: undo the merge first). A replaced lesson is clustered again by the next
-consolidation pass. Lessons are written in committed chunks: an interrupted import keeps what it
-wrote; rows written to SQL but not yet indexed are finished by `Memory.check(repair=True)`.
+`replace=True`, but not a lesson a merge touched since the export (reported: undo the merge
+first); the next consolidation clusters a replaced lesson anew. Lessons are written in
+committed chunks: an interrupted import keeps what it wrote; rows written to SQL but not
+yet indexed are finished by `Memory.check(repair=True)`.
 
 Version policy: `version` is an integer, bumped on any change an older reader could misread
 (a field added, removed, renamed or retyped, or its meaning changed). Lines are strict, so
@@ -342,6 +342,19 @@ def _store_rows(session: Session, new: list[dict[str, Any]], old: list[dict[str,
         )
 
 
+def _merged_since(record: LessonRecord, link: str | None, members: list[str] | None) -> str | None:
+    """How a merge after the export touched the stored lesson `record` would replace."""
+    folded = ", ".join(sorted(set(members or ()) - set(record.merged_from)))
+    if link is not None and link != record.merged_into:
+        what = f"lesson {record.id} was merged into {link}"
+    elif folded:
+        what = f"lessons {folded} were merged into {record.id}"
+    else:
+        return None
+    undo = "undo that merge first (`lessonloop consolidate --undo MERGE_ID`)"
+    return f"{what} after this export: {undo}, or import into an empty store"
+
+
 def _write_chunk(
     memory: Memory, records: Sequence[LessonRecord], replace: bool, state: _Import
 ) -> None:
@@ -360,11 +373,11 @@ def _write_chunk(
         changes = IndexChanges()
         ids = [r.id for r in todo]
         locked = (
-            select(LessonRow.id, LessonRow.scope, LessonRow.merged_into)
+            select(LessonRow.id, LessonRow.scope, LessonRow.merged_into, LessonRow.merged_from)
             .where(col(LessonRow.id).in_(ids))
             .with_for_update()
         )
-        stored = {i: (scope, link) for i, scope, link in session.exec(locked).all()}
+        stored = {row[0]: row[1:] for row in session.exec(locked).all()}
         new: list[dict[str, Any]] = []
         old: list[dict[str, Any]] = []
         for i, record in enumerate(todo):
@@ -372,18 +385,10 @@ def _write_chunk(
             if exists and not replace:
                 state.skipped.append(record.id)  # written by someone else meanwhile
                 continue
-            link = stored[record.id][1] if exists else None
-            if link is not None and link != record.merged_into:
-                # Merged since the export: replacing it would leave it active beside the
-                # canonical that holds it, counted twice, and the merge could not be undone.
-                state.errors.append(
-                    LineError(
-                        line=state.first_line.get(record.id, 0),
-                        message=f"lesson {record.id} was merged into {link} after this "
-                        "export: undo that merge first (`lessonloop consolidate --undo "
-                        "MERGE_ID`), or import into an empty store",
-                    )
-                )
+            merged = _merged_since(record, *stored[record.id][1:]) if exists else None
+            if merged is not None:  # else a member active beside the canonical that holds
+                # it, or a canonical without its members: counted twice, and no undo
+                state.errors.append(LineError(line=state.first_line[record.id], message=merged))
                 continue
             (state.replaced if exists else state.imported).append(record.id)
             values = _row(record, vectors[i], embedder.model_id)

@@ -157,18 +157,25 @@ def unchanged(row: Mapping[str, Any] | None, expected: datetime) -> bool:
     )
 
 
-def _changed_since(session: Session, merge: MergeRow) -> str:
+def _changed_since(session: Session, merge: MergeRow, canonical: LessonRow | None) -> str:
     """Why the canonical of `merge` is not as the merge left it: a later merge that still
-    stands (undo it first), or an edit or a new sighting (that no undo can take back)."""
-    later = session.exec(
-        select(MergeRow.id)
-        .where(MergeRow.canonical_id == merge.canonical_id)
+    stands and took it in (folded more into it, or merged it into another; undo that
+    first), or an edit or a new sighting (that no undo can take back)."""
+    if canonical is None:
+        return f"canonical {merge.canonical_id} of merge {merge.id} is gone"
+    targets = [merge.canonical_id, *([canonical.merged_into] if canonical.merged_into else [])]
+    standing = session.exec(
+        select(MergeRow)
+        .where(col(MergeRow.canonical_id).in_(targets))
         .where(col(MergeRow.undone_at).is_(None))
         .where(MergeRow.created_at > merge.created_at)
         .order_by(col(MergeRow.created_at).desc())
-    ).first()
+    ).all()
+    later = next(
+        (m for m in standing if merge.canonical_id in (m.canonical_id, *m.member_ids)), None
+    )
     if later is not None:
-        return f"merge {later} built on merge {merge.id} later: undo {later} first"
+        return f"merge {later.id} built on merge {merge.id} later: undo {later.id} first"
     return (
         f"canonical {merge.canonical_id} was edited or seen again after merge {merge.id}: "
         "undoing the merge would drop that change; edit or deprecate the canonical instead"
@@ -198,7 +205,7 @@ def undo_merge(
         canonical = session.get(LessonRow, merge.canonical_id, with_for_update=True)
         after = datetime.fromisoformat(merge.after_canonical["updated_at"])
         if canonical is None or aware(canonical.updated_at) != after:
-            raise MergeConflictError(_changed_since(session, merge))
+            raise MergeConflictError(_changed_since(session, merge, canonical))
         since = {
             name: (merge.after_canonical[name], getattr(canonical, name))
             for name in USE_COUNTERS

@@ -193,6 +193,19 @@ def test_a_fold_into_a_canonical_is_undone_to_its_old_text(store: Memory) -> Non
     assert found(store, 98) == [canonical.id] and store.check().clean
 
 
+def test_a_canonical_merged_into_another_names_that_merge(store: Memory) -> None:
+    a, b, x = add(store, 1, 2, 3)
+    first = store.apply_merge(plan([a, b], text=98))
+    assert first is not None
+    second = store.apply_merge(plan([store.get(first.canonical_id), x], text=97))
+    assert second is not None and second.canonical_id != first.canonical_id
+    with pytest.raises(MergeConflictError, match=f"undo {second.id} first"):
+        store.undo_merge(first.id)
+    store.undo_merge(second.id)
+    store.undo_merge(first.id)
+    assert {store.get(i.id).status for i in (a, b, x)} == {"candidate"}
+
+
 def test_an_edited_canonical_says_no_undo_takes_the_edit_back(store: Memory) -> None:
     a, b = add(store, 1, 2)
     record = store.apply_merge(plan([a, b], text=98))

@@ -202,6 +202,23 @@ def test_replacing_from_an_export_older_than_a_merge_refuses_the_merged_lessons(
     assert all(les.status == "candidate" for les in lessons(memory).values())
 
 
+def test_replacing_a_canonical_from_before_a_later_fold_is_refused(memory: Memory) -> None:
+    seed(memory, *CURRENCY[:2])
+    (first,) = consolidate(memory, llm=None, config=CFG).merges
+    backup = io.StringIO()
+    export_lessons(memory, backup)
+    (late,) = seed(memory, CURRENCY[2])
+    (second,) = consolidate(memory, llm=None, config=CFG).merges
+    assert second.canonical_id == first.canonical_id and late in second.member_ids
+    before = lessons(memory)
+    report = import_lessons(memory, io.StringIO(backup.getvalue()), replace=True)
+    (refused,) = report.errors
+    assert f"lessons {late} were merged into {first.canonical_id}" in refused.message
+    assert lessons(memory)[first.canonical_id] == before[first.canonical_id]
+    undo(memory, second.id)  # still undoable, then the first
+    undo(memory, first.id)
+
+
 def test_a_held_lease_blocks_a_second_consolidator(memory: Memory) -> None:
     seed(memory, *CURRENCY)
     consolidator = Consolidator(memory, llm=None, config=CFG)
