@@ -22,7 +22,8 @@ TEXT_FIELDS = ("symptom", "root_cause", "fix", "applies_when")
 EDITABLE = ("scope", "error_type", *TEXT_FIELDS)
 # What an edit may not leave blank (`applies_when` may be: "whenever the symptom shows").
 REQUIRED = ("scope", "error_type", "symptom", "root_cause", "fix")
-# What consolidation clusters on (the root-cause vector of root cause + fix, the bucket).
+# What consolidation clusters on: the root-cause vector, the bucket (and the pair score's
+# words of root cause and fix).
 CLUSTERED = frozenset({"root_cause", "fix", "scope", "error_type"})
 
 

@@ -75,8 +75,20 @@ def embed_pending(db: Database, embedder: Embedder, *, page: int = 2048) -> int:
             return done
         vectors = embedder.embed([root for _, root in rows])
         with db.write() as session:
-            for (lesson_id, _), vec in zip(rows, vectors, strict=True):
-                if session.get(RootCauseVectorRow, lesson_id) is None:
+            # Locked, so an edit waits for this commit and then drops what it made stale; a
+            # root cause edited while it was embedded is left for the next round.
+            now = dict(
+                session.exec(
+                    select(LessonRow.id, LessonRow.root_cause)
+                    .where(col(LessonRow.id).in_([i for i, _ in rows]))
+                    .with_for_update()
+                ).all()
+            )
+            for (lesson_id, root), vec in zip(rows, vectors, strict=True):
+                if (
+                    now.get(lesson_id) == root
+                    and session.get(RootCauseVectorRow, lesson_id) is None
+                ):
                     session.add(
                         RootCauseVectorRow(
                             lesson_id=lesson_id, embedding_model=embedder.model_id, vector=pack(vec)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pytest
 from memory_servers import StoreSpec
 
@@ -349,3 +350,26 @@ def test_the_schema_version_is_recorded_and_a_newer_one_refused(spec: StoreSpec)
         faults.record_schema_version(store, SCHEMA_VERSION + 1)
     with pytest.raises(MemoryConfigError, match="newer than this lessonloop knows"):
         spec.open(HashEmbedder())
+
+
+def test_a_root_cause_edited_while_it_is_embedded_is_embedded_again(spec: StoreSpec) -> None:
+    # A curator's edit lands (from another handle, as another process) while a consolidation
+    # pass embeds the old root cause: the pass must not cache the old text's vector.
+    with spec.open() as store, spec.open() as other:
+        (x,) = add(store, 1)
+        edited = "zulu yankee xray whiskey"
+
+        class Racing(HashEmbedder):
+            fired = False
+
+            def embed(self, texts: Sequence[str]) -> list[list[float]]:
+                if not Racing.fired:
+                    Racing.fired = True
+                    other.update(x.id, root_cause=edited)
+                return super().embed(texts)
+
+        with spec.open(embedder=Racing()) as racing:
+            racing.embed_root_causes()
+        (bucket,) = store.consolidation_buckets()
+        cached = store.bucket_vectors(bucket).vector(x.id)
+        assert np.allclose(cached, HashEmbedder().embed([edited])[0])
