@@ -203,6 +203,23 @@ def test_an_edit_is_redacted_reindexed_and_logged(data: ConsoleData, memory: Mem
     assert empty.status_code == 409 and "cannot be empty" in empty.text
 
 
+def test_a_name_a_one_line_input_cannot_show_is_kept_when_another_field_changes(
+    data: ConsoleData, memory: Memory
+) -> None:
+    # A browser strips line breaks from an <input>'s value: an error type stored with one
+    # comes back without it, and must not count as the curator's change.
+    lesson_id = ids(memory)["RecursionError"]
+    memory.update(lesson_id, error_type="Recursion\nError")
+    before = memory.get(lesson_id)
+    form = {"csrf": CSRF, "error_type": "RecursionError", "scope": before.scope}
+    form |= {"symptom": before.symptom, "root_cause": before.root_cause, "fix": "use a cache"}
+    assert client(data).post(f"/lessons/{lesson_id}/edit", data=form).status_code == 303
+    after = memory.get(lesson_id)
+    assert after.fix == "use a cache" and after.error_type == "Recursion\nError"
+    (change,) = data.changes.for_lesson(lesson_id)
+    assert change.detail.startswith("fix: ") and "error_type" not in change.detail
+
+
 def test_refused_changes_and_bad_input_are_clear_error_pages(
     data: ConsoleData, memory: Memory
 ) -> None:

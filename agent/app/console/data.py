@@ -73,10 +73,16 @@ HYGIENE_WAIT_S = 3.0
 HYGIENE_AUTO_MAX = 20_000
 
 
-def form_text(text: str) -> str:
+# The edit form's one-line inputs (the rest are textareas).
+ONE_LINE = frozenset({"scope", "error_type"})
+
+
+def form_text(text: str, *, one_line: bool = False) -> str:
     """`text` as an HTML form shows it and sends it back: line breaks as LF (a browser sends
-    CRLF, and its parser reads a lone CR as LF), NUL as U+FFFD (the parser's replacement)."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\0", "\ufffd")
+    CRLF, and its parser reads a lone CR as LF), or none at all in a one-line input (the
+    browser strips them from its value), and NUL as U+FFFD (the parser's replacement)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\0", "\ufffd")
+    return text.replace("\n", "") if one_line else text
 
 
 class ConsoleData:
@@ -192,7 +198,9 @@ class ConsoleData:
         with self._store() as memory:
             before = memory.get(lesson_id)
             changed = {
-                k: v for k, v in fields.items() if form_text(getattr(before, k)) != form_text(v)
+                k: v
+                for k, v in fields.items()
+                if form_text(getattr(before, k), one_line=k in ONE_LINE) != form_text(v)
             }
             if not changed:
                 return before
