@@ -125,9 +125,10 @@ class Database:
                 upgrade(session)
         except SQLAlchemyError as exc:
             file = self.engine.url.database if self.engine.url.drivername == "sqlite" else None
-            where = read_only(Path(file), Path(file).parent) if file else None
+            cause = getattr(exc, "orig", None) or exc
+            where = read_only(cause, Path(file), Path(file).parent) if file else None
             if where is not None:
-                raise MemoryBackendError(read_only_store(where, getattr(exc, "orig", exc))) from exc
+                raise MemoryBackendError(read_only_store(where, cause)) from exc
             raise MemoryBackendError(f"cannot create memory tables: {exc}") from exc
 
     @contextmanager

@@ -74,8 +74,16 @@ def brief(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'line'}: {e['msg']}" for e in exc.errors())
 
 
-def read_only(*paths: Path) -> Path | None:
-    """The first of `paths` this process cannot write (a file, or a directory's entries)."""
+_SQLITE_READONLY, _SQLITE_CANTOPEN = 8, 14  # primary result codes
+
+
+def read_only(exc: BaseException, *paths: Path) -> Path | None:
+    """The first of `paths` this process cannot write (a file, or a directory's entries),
+    if `exc` is SQLite's refusal to write or open (not, say, a file that is no database)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    refused = code is not None and code & 0xFF in (_SQLITE_READONLY, _SQLITE_CANTOPEN)
+    if not (refused or "readonly" in str(exc).lower()):
+        return None
     return next((p for p in paths if p.exists() and not os.access(p, os.W_OK)), None)
 
 

@@ -119,7 +119,7 @@ def embedded_client(path: Path) -> ClientAPI:
     try:
         return chromadb.PersistentClient(path=str(path), settings=_settings())
     except _chroma_errors() as exc:  # e.g. "database or disk is full"
-        where = read_only(path / "chroma.sqlite3", path)
+        where = read_only(exc, path / "chroma.sqlite3", path)
         if where is not None:
             raise MemoryBackendError(read_only_store(where, exc)) from exc
         raise MemoryBackendError(

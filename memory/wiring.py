@@ -57,7 +57,7 @@ def missing_store(url_or_path: str) -> str | None:
                 (LessonRow.__tablename__,),
             ).fetchone()
     except sqlite3.DatabaseError as exc:
-        if read_only(file, file.parent) is not None:
+        if read_only(exc, file, file.parent) is not None:
             return None  # a store on read-only media: opening it says so (`Database.connect`)
         return f"{file} is not a lessonloop store ({exc})"
     return None if found else f"{file} is not a lessonloop store (it holds no lessons table)"

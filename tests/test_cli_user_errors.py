@@ -265,3 +265,25 @@ def test_a_read_only_store_is_named_read_only_not_foreign(
     finally:
         for path in [copy, *copy.rglob("*")]:
             path.chmod(path.stat().st_mode | 0o200)
+
+
+def test_a_read_only_file_that_is_no_database_is_not_called_read_only(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "memory.sqlite3").write_bytes(os.urandom(8192))
+    for path in (store / "memory.sqlite3", store):
+        path.chmod(0o555)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("LESSONLOOP_")}
+    try:
+        proc = subprocess.run(
+            [*_without_root_powers(), sys.executable, "-m", "agent", "lessons", "list"],
+            capture_output=True,
+            text=True,
+            env={**base, "LESSONLOOP_MEMORY": str(store), "LESSONLOOP_EMBEDDER": "hash"}
+            | {"LESSONLOOP_HOME": str(tmp_path / "home")},
+            timeout=300,
+        )
+    finally:
+        store.chmod(0o755)
+    one_error_line(proc, "is not a lessonloop store (file is not a database)")
+    assert "read-only" not in proc.stderr  # copying it elsewhere would not help
