@@ -368,7 +368,12 @@ def _sharing_words(
 def _lines_holding(
     name: Path, text: str, rows: list[list[str]], literal: str, quoted: Quoted
 ) -> str | None:
-    lines = [line for line in text.splitlines() if literal.strip() in line]
+    needle = literal.strip()
+    holding = [line for line in text.splitlines() if needle in line]
+    # The value standing on its own ('200', a status) before inside a longer token
+    # ('2001:db8::1', an address), which says nothing about where the value comes from.
+    alone = re.compile(rf"(?<![0-9A-Za-z_]){re.escape(needle)}(?![0-9A-Za-z_])")
+    lines = [line for line in holding if alone.search(line)] or holding
     if not lines:
         return None
     shown = ", ".join(repr(line[:160]) for line in lines[:3])

@@ -68,6 +68,12 @@ def test_a_value_outside_a_table_shows_the_lines_holding_it(tmp_path: Path) -> N
     ws = workspace(tmp_path, {"s.csv": "id;weight_kg\n1;2,5\n"})
     text = input_evidence("KeyError: 'weight_kg'", ws)
     assert text is not None and "'id;weight_kg'" in text
+    # The lines where the value stands on its own come first: '200' the status, not the
+    # '200' inside an IPv6 address.
+    log = '2001:db8::1 - "GET /a HTTP/1.1" 500 12\n10.0.0.5 - "GET / HTTP/1.1" 200 73\n'
+    (tmp_path / "log").mkdir()
+    shown = input_evidence("KeyError: '200'", workspace(tmp_path / "log", {"access.log": log}))
+    assert shown == "lines of access.log that contain '200': '10.0.0.5 - \"GET / HTTP/1.1\" 200 73'"
 
 
 def test_a_wrong_value_under_a_key_named_after_a_column_shows_that_column(tmp_path: Path) -> None:
