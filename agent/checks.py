@@ -13,10 +13,11 @@ from agent import prompts
 from agent.candidate import Candidate
 from agent.classify import classify, missing_module, missing_module_issue
 from agent.critic import Critique, critique_feedback, unreadable_critique
-from agent.errors import StructuredOutputError
+from agent.errors import StructuredOutputError, TaskCheckError
 from agent.evidence import crashed_on_data, crashed_on_missing, data_evidence
 from agent.feedback import Feedback
 from agent.llm.base import LLM, Message, Usage
+from agent.pytrace import check_defect
 from agent.rules import bom_writes, catches, imported, own_modules, rule_check
 from agent.sandbox import Sandbox
 from agent.task import Task
@@ -195,6 +196,12 @@ def execute(
             timeout_s=task.timeout_s,
             log_path=log_path,
         )
+        defect = check_defect(result)
+        if defect is not None:
+            raise TaskCheckError(
+                f"the check of task {task.id} failed in its own code, not the candidate's: "
+                f"{defect}; fix the check ({task.task_dir}); no round can pass it"
+            )
         return classify(result, log_path=log_path)
 
     feedback = attempt()

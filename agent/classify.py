@@ -1,7 +1,9 @@
 """Classify what a check command really did into a short, typed Feedback.
 
 The reflector reads a few lines, not a log, so the point here is compression: the kind of
-failure, the candidate's file and line, and the one message that matters. Decisions, in order:
+failure, the candidate's file and line, and the one message that matters. (A check that broke
+in its own code is no verdict at all: `agent.pytrace.check_defect`, which `agent.checks`
+asks first and turns into `TaskCheckError`.) Decisions, in order:
 
 1. timed out                                   -> timeout
 2. exit status 0                               -> success
@@ -33,22 +35,21 @@ from __future__ import annotations
 
 import re
 import signal
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from agent.container import SANDBOX_TASK_DIR
 from agent.evidence import named_keys
 from agent.feedback import Feedback, FeedbackKind
+from agent.pytrace import (
+    SYNTAX_TYPES,
+    PyError,
+    candidate_frame,
+    last_python_error,
+    shown_path,
+)
 from agent.sandbox import ExecResult
-from agent.workspace import SANDBOX_WORKSPACE
 
 _MAX_FIELD = 300  # characters per Feedback field; the compression is the point
 
-_HEADER = re.compile(r"^Traceback \(most recent call last\):\s*$")
-_FRAME = re.compile(r'^\s+File "(?P<file>.+?)", line (?P<line>\d+)(?:, in .*)?\s*$')
-_EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<msg>.*))?$")
-_CARETS = re.compile(r"^\s*[\^~]+\s*$")
-_SYNTAX_TYPES = frozenset({"SyntaxError", "IndentationError", "TabError"})
 
 _RESOURCE_SIGNALS = {
     signal.SIGKILL: "killed by SIGKILL (CPU hard limit or out of memory)",
@@ -84,23 +85,6 @@ _NOISE = (
     (re.compile(r"0x[0-9a-fA-F]{6,}"), "0x..."),
     (re.compile(r"\bin \d+(?:\.\d+)?s\b"), "in Ns"),
 )
-
-
-@dataclass(frozen=True)
-class _Frame:
-    file: str
-    line: int
-    code: str | None
-
-
-@dataclass(frozen=True)
-class _PyError:
-    """The exception that ended a Python process, as its traceback printed it."""
-
-    type: str  # the class name without its module: "JSONDecodeError"
-    line: str  # the exception line as printed: "json.decoder.JSONDecodeError: Expecting value"
-    message: str
-    frames: tuple[_Frame, ...]
 
 
 def classify(result: ExecResult, *, log_path: Path | None = None) -> Feedback:
@@ -182,7 +166,7 @@ def _classify(result: ExecResult, log_path: Path | None) -> Feedback:
         return _feedback("timeout", summary, log_path, key_message=key)
     if result.exit_code == 0:
         return _feedback("success", f"passed in {result.duration_s:.2f} s", log_path)
-    error = _last_python_error(result.stderr) or _last_python_error(result.stdout)
+    error = last_python_error(result.stderr) or last_python_error(result.stdout)
     resource = _resource_error(result, error, log_path)
     if resource is not None:
         return resource
@@ -195,10 +179,10 @@ def _classify(result: ExecResult, log_path: Path | None) -> Feedback:
     return _check_failed(result, log_path)
 
 
-def _from_python_error(result: ExecResult, error: _PyError, log_path: Path | None) -> Feedback:
-    if error.type in _SYNTAX_TYPES:
+def _from_python_error(result: ExecResult, error: PyError, log_path: Path | None) -> Feedback:
+    if error.type in SYNTAX_TYPES:
         frame = error.frames[-1] if error.frames else None
-        location = f"{_display(frame.file, result.workspace)[1]}:{frame.line}" if frame else None
+        location = f"{shown_path(frame.file, result.workspace)[1]}:{frame.line}" if frame else None
         return _feedback(
             "syntax_error",
             f"{error.type} at {location}: {error.message}",
@@ -208,7 +192,7 @@ def _from_python_error(result: ExecResult, error: _PyError, log_path: Path | Non
             key_message=error.line,
             failing_example=frame.code if frame else None,
         )
-    candidate = _candidate_frame(error, result.workspace)
+    candidate = candidate_frame(error, result.workspace)
     network = error.type in _NETWORK_TYPES or bool(_NETWORK.search(error.line))
     if candidate is None and not network:
         # The checker raised, not the candidate's code: its verdict, without its source.
@@ -236,7 +220,7 @@ def _from_python_error(result: ExecResult, error: _PyError, log_path: Path | Non
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 
 
-def _hints(error: _PyError, *, network: bool) -> tuple[str, ...]:
+def _hints(error: PyError, *, network: bool) -> tuple[str, ...]:
     """What the environment rules out, said as an issue the refiner must act on."""
     if network:
         return ("the sandbox has no network access: do not download or connect anywhere",)
@@ -260,7 +244,7 @@ def missing_module_issue(name: str) -> str:
 
 
 def _resource_error(
-    result: ExecResult, error: _PyError | None, log_path: Path | None
+    result: ExecResult, error: PyError | None, log_path: Path | None
 ) -> Feedback | None:
     """A limit was hit: the fix is a leaner approach (or a retry), not a logic change."""
     sig = result.signal
@@ -277,7 +261,7 @@ def _resource_error(
         )
         if not hit:
             return None
-        candidate = _candidate_frame(error, result.workspace)
+        candidate = candidate_frame(error, result.workspace)
         return _feedback(
             "resource_error",
             f"resource limit hit: {error.line}",
@@ -335,65 +319,6 @@ def _feedback(
         issues=issues,
         log_path=log_path,
     )
-
-
-def _candidate_frame(error: _PyError, workspace: Path) -> tuple[str, _Frame] | None:
-    """The innermost frame in a workspace file, as ("solution.py:12", frame)."""
-    for frame in reversed(error.frames):
-        inside, shown = _display(frame.file, workspace)
-        if inside:
-            return f"{shown}:{frame.line}", frame
-    return None
-
-
-def _last_python_error(text: str) -> _PyError | None:
-    """The last exception a Python traceback printed in `text`, or None.
-
-    A SyntaxError in the main script prints no "Traceback" header, only the File line, the
-    code, a caret and the exception line; every other exception needs the header, so a
-    checker printing "Error: ..." is not mistaken for an exception.
-    """
-    found: _PyError | None = None
-    frames: list[_Frame] = []
-    header = in_block = False
-    for line in text.splitlines():
-        if _HEADER.match(line):
-            header, in_block, frames = True, True, []
-            continue
-        frame = _FRAME.match(line)
-        if frame:
-            if not in_block:
-                frames = []
-            in_block = True
-            frames.append(_Frame(frame["file"], int(frame["line"]), None))
-            continue
-        if in_block and line[:1] in (" ", "\t"):
-            code = line.strip()
-            if frames and frames[-1].code is None and code and not _CARETS.match(line):
-                frames[-1] = _Frame(frames[-1].file, frames[-1].line, code)
-            continue
-        if in_block:
-            exc = _EXC_LINE.match(line)
-            short = exc["type"].rsplit(".", 1)[-1] if exc else ""
-            if exc and (header or short in _SYNTAX_TYPES):
-                found = _PyError(short, line.strip(), (exc["msg"] or "").strip(), tuple(frames))
-            header = in_block = False
-    return found
-
-
-def _display(file: str, workspace: Path) -> tuple[bool, str]:
-    """(is the file in the workspace?, how to show it): "solution.py", "$TASK_DIR/check.py"."""
-    if file.startswith("<"):  # <string>, <stdin>, <frozen runpy>: not a candidate's file
-        return False, file
-    path = PurePosixPath(file)
-    if not path.is_absolute():  # relative to the working directory, the workspace
-        return True, str(path)
-    for root in (SANDBOX_WORKSPACE, PurePosixPath(workspace)):
-        if path.is_relative_to(root):
-            return True, str(path.relative_to(root))
-    if path.is_relative_to(SANDBOX_TASK_DIR):
-        return False, f"$TASK_DIR/{path.relative_to(SANDBOX_TASK_DIR)}"
-    return False, file
 
 
 def _signal_name(number: int) -> str:

@@ -3,6 +3,7 @@
     LessonloopError                 base of everything we raise on purpose
     ├── ConfigurationError          the user must fix settings, paths or a task directory
     │   ├── TaskFormatError         a task directory does not follow the task format
+    │   ├── TaskCheckError          the task's check is broken in its own code or files
     │   └── ModelFileError          the GGUF is missing or its sha256 does not match
     ├── BackendError                an LLM backend or the sandbox failed; retry or fix the service
     │   ├── ModelCrashedError       the local model's worker process died (a native crash)
@@ -33,6 +34,11 @@ class ConfigurationError(LessonloopError):
 
 class TaskFormatError(ConfigurationError):
     """A task directory does not follow the task format (task.toml + workspace/)."""
+
+
+class TaskCheckError(ConfigurationError):
+    """The task's check failed in its own code or on its own files, whatever the candidate
+    wrote: no round can pass it, so the run stops and says what to fix."""
 
 
 class ModelFileError(ConfigurationError):

@@ -12,8 +12,10 @@ import pytest
 from agent.checks import execute
 from agent.classify import classify, program_said
 from agent.container import Limits
+from agent.errors import TaskCheckError
+from agent.pytrace import check_defect
 from agent.sandbox import ExecResult, Sandbox
-from tests.helpers import make_task
+from tests.helpers import GOOD, make_task
 
 HOST_WS = Path("/tmp/lessonloop-run-abc/workspace")
 
@@ -335,3 +337,60 @@ def test_a_missing_module_in_the_checker_is_its_verdict_without_a_hint() -> None
     )
     wrapped_feedback = classify(result(stderr=wrapped))
     assert wrapped_feedback.kind == "runtime_error" and wrapped_feedback.issues == ()  # no import
+
+
+@pytest.mark.parametrize(
+    ("checker", "says"),
+    [
+        # Its own data file misspelled: no candidate can pass.
+        (
+            "import json, pathlib\nhere = pathlib.Path(__file__).parent\n"
+            "want = json.loads((here / 'expectd.json').read_text())\n",
+            "$TASK_DIR/check.py:3: FileNotFoundError",
+        ),
+        ("import json\nassert json.load(open('out.json')) == answr\n", "NameError"),
+        ("import json\nif True\n    pass\n", "SyntaxError"),
+    ],
+)
+def test_a_check_broken_in_its_own_code_stops_the_run_and_says_so(
+    tmp_path: Path, checker: str, says: str
+) -> None:
+    task = make_task(tmp_path, check='python "$TASK_DIR/check.py"', checker=checker)
+    task = task.model_copy(update={"run": "python solution.py"})
+    with pytest.raises(TaskCheckError, match="failed in its own code, not the candidate") as err:
+        execute(task, {"solution.py": GOOD}, sandbox=Sandbox(Limits(cpu_s=10)))
+    assert says in str(err.value) and "fix the check" in str(err.value)
+
+
+def test_a_check_that_meets_the_candidate_s_fault_is_its_verdict(tmp_path: Path) -> None:
+    # The output file is missing, or the candidate's own code raises inside the check: the
+    # candidate's doing, not a broken check.
+    task = make_task(tmp_path, check='python "$TASK_DIR/check.py"')
+    task = task.model_copy(update={"run": "python solution.py"})
+    sandbox = Sandbox(Limits(cpu_s=10))
+    missing = execute(task, {"solution.py": "print('no output')"}, sandbox=sandbox)
+    assert missing.kind == "check_failed" and missing.error_type == "FileNotFoundError"
+    calls = make_task(
+        tmp_path / "calls",
+        check='python "$TASK_DIR/check.py"',
+        checker="import sys; sys.path.insert(0, '.'); import solution; solution.f()",
+    )
+    broken = "def f():\n    return undefined_name\n"
+    inside = execute(calls, {"solution.py": broken}, sandbox=sandbox)
+    assert inside.kind == "runtime_error" and inside.error_type == "NameError"
+
+
+def test_an_error_raised_in_code_the_check_ran_is_not_the_check_s_defect() -> None:
+    # HumanEval's check runs the prompt's helpers ("<prompt>") over the candidate's function:
+    # a NameError there is the candidate's doing (a name it did not define), not the check's.
+    stderr = (
+        "Traceback (most recent call last):\n"
+        '  File "/task/check.py", line 40, in <module>\n'
+        '  File "<prompt>", line 7, in decode_cyclic\n'
+        "NameError: name 'encode_cyclic' is not defined\n"
+    )
+    assert check_defect(result(stderr=stderr)) is None
+    own = stderr.replace('  File "<prompt>", line 7, in decode_cyclic\n', "")
+    assert check_defect(result(stderr=own)) == (
+        "$TASK_DIR/check.py:40: NameError: name 'encode_cyclic' is not defined"
+    )
