@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -110,6 +111,15 @@ def load_task(task_dir: Path | str) -> Task:
         raise TaskFormatError(f"{toml_path}: unknown keys {sorted(unknown)}")
     data.setdefault("id", root.name)
     try:
-        return Task(task_dir=root, **data)
+        task = Task(task_dir=root, **data)
     except ValidationError as exc:
         raise TaskFormatError(f"{toml_path}: {exc}") from exc
+    # A checker the check command names but the task lacks fails every round the same way.
+    for name in _TASK_FILE.findall(task.check or ""):
+        if not any(c in name for c in "$*?[") and not (root / name).exists():
+            raise TaskFormatError(f"{toml_path}: the check runs $TASK_DIR/{name}, not in {root}")
+    return task
+
+
+# A file of the task directory a check command names: $TASK_DIR/check.py, ${TASK_DIR}/x.py.
+_TASK_FILE = re.compile(r"\$\{?TASK_DIR\}?/([^\s\"';|&<>()]+)")

@@ -76,3 +76,16 @@ def test_run_without_check_is_refused(tmp_path: Path) -> None:
     (tmp_path / "task.toml").write_text('goal = "g"\nrun = "python solution.py"\n')
     with pytest.raises(TaskFormatError, match="run needs a check"):
         load_task(tmp_path)
+
+
+def test_a_check_naming_a_task_file_that_is_not_there_is_refused_at_load(tmp_path: Path) -> None:
+    (tmp_path / "check.py").write_text("print('ok')\n")
+    (tmp_path / "data").mkdir()
+    for check in ('python "$TASK_DIR/chek.py" result.json', "python ${TASK_DIR}/chek.py"):
+        (tmp_path / "task.toml").write_text(f"goal = 'g'\ncheck = '{check}'\n")
+        with pytest.raises(TaskFormatError, match=r"the check runs \$TASK_DIR/chek.py, not in"):
+            load_task(tmp_path)
+    # What is there loads, and so does a path the shell builds at run time.
+    for check in ('python "$TASK_DIR/check.py" "$TASK_DIR/data"', "ls $TASK_DIR/*.py"):
+        (tmp_path / "task.toml").write_text(f"goal = 'g'\ncheck = '{check}'\n")
+        assert load_task(tmp_path).check == check
