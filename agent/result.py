@@ -12,13 +12,23 @@ from agent.feedback import CheckStage, Feedback, FeedbackKind
 from agent.llm.base import Usage
 
 StopReason = Literal[
-    "passed",  # every check passed
-    "score_threshold",  # no external check; the critic's score reached the threshold
-    "max_rounds",  # out of rounds
-    "no_actionable_issue",  # failed, but nothing concrete left to fix
-    "stall",  # a repair failed as what it repaired did, or the refiner kept repeating itself
-    "budget",  # the task's token budget is spent
+    "passed",
+    "score_threshold",
+    "max_rounds",
+    "no_actionable_issue",
+    "stall",
+    "budget",
 ]
+# What each stop means, for people (`lessonloop run` prints it beside the reason).
+STOP_MEANS: dict[StopReason, str] = {
+    "passed": "every check passed",
+    "score_threshold": "no external check; the critic's score reached the threshold",
+    "max_rounds": "out of rounds (--max-rounds)",
+    "no_actionable_issue": "failed, with nothing concrete left to fix",
+    "stall": "the last repair failed as what it repaired did, or the refiner kept repeating "
+    "itself: another round would not differ",
+    "budget": "the task's token budget is spent",
+}
 RoundAction = Literal["generate", "refine"]
 # How a candidate of a round was drawn: the first generation (with seed lessons), its control
 # (the same without them), a hot generation from round 1's prompt ("sample"), the refiner's

@@ -140,6 +140,21 @@ def test_failed_run_exits_non_zero_with_unresolved_issues(tmp_path: Path) -> Non
     )
     assert proc.returncode == 1, proc.stderr
     assert "FAILED" in proc.stdout and "unresolved" in proc.stdout
+    assert "stop: max_rounds (out of rounds (--max-rounds))" in " ".join(proc.stdout.split())
+    assert "no lesson stored" not in proc.stdout  # --no-memory: nothing to say about lessons
+    # With memory, the run says why it learned nothing (a newcomer cannot tell otherwise).
+    again = lessonloop(
+        tmp_path,
+        {GEN: [code(wrong)], REFINE: [fix(wrong.replace("41", "40"))]},
+        str(task),
+        "--memory",
+        str(tmp_path / "store"),
+        "--max-rounds",
+        "2",
+    )
+    assert again.returncode == 1, again.stderr
+    said = " ".join(again.stdout.split())
+    assert "no lesson stored: the task was not solved, so no fix was verified" in said
 
 
 def test_bad_task_dir_is_a_clear_error(tmp_path: Path) -> None:

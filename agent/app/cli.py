@@ -20,10 +20,11 @@ from agent.app.cli_memory import MemoryOption, memory_app
 from agent.app.cli_report import report_app
 from agent.app.cli_retro import retro_app
 from agent.app.demo import DemoReport
-from agent.app.session import SessionResult, open_memory, run_task
+from agent.app.session import SessionResult, open_memory, run_task, why_no_lesson
 from agent.app.settings import Settings, invalid_settings
 from agent.errors import LessonloopError
 from agent.loop import LoopEvent
+from agent.result import STOP_MEANS
 from agent.task import load_task
 from memory import LessonMemoryError
 
@@ -101,11 +102,11 @@ def run(
     if as_json:
         sys.stdout.write(result.summary().model_dump_json(indent=2) + "\n")
     else:
-        _print_summary(result)
+        _print_summary(result, with_memory=not no_memory)
     raise typer.Exit(0 if result.run.passed else 1)
 
 
-def _print_summary(session: SessionResult) -> None:
+def _print_summary(session: SessionResult, *, with_memory: bool) -> None:
     result = session.run
     table = Table(title=f"{result.task_id}: {'PASSED' if result.passed else 'FAILED'}")
     for col in ("round", "action", "verdict", "summary", "tokens", "seconds"):
@@ -117,7 +118,7 @@ def _print_summary(session: SessionResult) -> None:
             r.action
             + (f" of round {r.base_round}" if r.base_round not in (None, r.round - 1) else "")
             + (f" (best of {len(r.pool)})" if len(r.pool) > 1 else "")
-            + (f" (+{r.resamples} resampled)" if r.resamples else ""),
+            + (f" (+{r.resamples} unchecked: repeats or no program)" if r.resamples else ""),
             f"{fb.stage}: {fb.kind}",
             fb.summary.splitlines()[0][:70] if fb.summary else "",
             str(r.usage.total_tokens),
@@ -125,8 +126,9 @@ def _print_summary(session: SessionResult) -> None:
         )
     out.print(table)
     out.print(
-        f"stop: {result.stop_reason}; best round {result.best_round}; "
-        f"{result.usage.total_tokens} tokens; {result.seconds:.1f}s; run dir {result.run_dir}"
+        f"stop: {result.stop_reason} ({STOP_MEANS[result.stop_reason]}); best round "
+        f"{result.best_round}; {result.usage.total_tokens} tokens; {result.seconds:.1f}s; "
+        f"run dir {result.run_dir}"
     )
     for issue in result.unresolved:
         out.print(Text("unresolved: ", style="yellow") + Text(issue))
@@ -135,6 +137,8 @@ def _print_summary(session: SessionResult) -> None:
     for added in session.lessons:
         lesson_id = added.lesson.id if added.lesson else "-"
         out.print(Text(f"lesson {added.action}: {lesson_id} ", style="green") + Text(added.reason))
+    if not session.lessons and with_memory:
+        out.print(Text("no lesson stored: ", style="dim") + Text(why_no_lesson(result)))
     if session.process is not None:
         out.print(Text("retrospective: ", style="green") + Text(session.process.render()))
     if session.consolidation is not None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.app.session import SessionResult, SessionSummary, open_memory, run_task
+from agent.app.session import SessionResult, SessionSummary, open_memory, run_task, why_no_lesson
 from agent.app.settings import Settings
 from agent.errors import ConfigurationError
 from agent.llm.base import LLM
@@ -103,18 +103,8 @@ class DemoReport(BaseModel):
     @property
     def verdict(self) -> str:
         first = self.steps[0]
-        if not first.result.run.passed:
-            return (
-                "task A was not solved, so no fix was verified and no lesson was stored: "
-                "nothing to learn from this run"
-            )
-        if not first.lessons_stored and len(first.result.run.attempts) == 1:
-            return "task A passed in round 1: there was no mistake to learn from"
         if not first.lessons_stored:
-            return (
-                "task A passed after a failure, but the change that fixed it gave no lesson "
-                "(no code change, or a failure that is not evidence of a defect)"
-            )
+            return f"task A stored no lesson: {why_no_lesson(first.result.run)}"
         if not self.learned:
             return "a lesson was stored, but task B did not recall it"
         a, b = self.steps[1].result.run, self.steps[2].result.run

@@ -37,6 +37,18 @@ from retrospectives.summary import ProcessSummary
 _log = logging.getLogger(__name__)
 
 
+def why_no_lesson(run: RunResult) -> str:
+    """Why a run stored no lesson, for people (`lessonloop run`, the demo's verdict)."""
+    if not run.passed:
+        return "the task was not solved, so no fix was verified: an unsolved run stores no advice"
+    if len(run.attempts) == 1:
+        return "it passed at the first attempt: there was no mistake to learn from"
+    return (
+        "it passed after a failure, but the change that fixed it gave no lesson (no code "
+        "change, or a failure that is not evidence of a defect)"
+    )
+
+
 class SessionResult(BaseModel):
     """A run plus what the memory did with it."""
 
