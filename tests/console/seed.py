@@ -31,7 +31,7 @@ CURRENCY = (
 
 
 ODD_SYMPTOM = "\nKeyError: 'date' after reading events.json"  # a leading newline
-ODD_ROOT_CAUSE = "the field is named 'ts'\r\nnot 'date'\rsee events.json\x00"  # CRLF, CR, NUL
+ODD_ROOT_CAUSE = "the field is named 'ts'\r\nnot 'date'\rsee events.json"  # CRLF, a lone CR
 
 
 class Seeded(BaseModel):
