@@ -75,16 +75,18 @@ def columns(rows: list[list[str]]) -> list[list[str]]:
 
 
 def csv_rows(text: str) -> list[list[str]]:
-    """The rows of a delimited file, or [] when it does not look like one."""
+    """The rows of a delimited file, or [] when it does not look like one: its first line's
+    most frequent delimiter must split at least 4 in 5 rows (a row may lack trailing cells;
+    a web server log whose first line holds a ';' inside a user agent is no table)."""
     first = text.split("\n", 1)[0]
     delimiter = max(DELIMITERS, key=first.count)
     if first.count(delimiter) == 0:
         return []
     try:
-        rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
+        rows = [row for row in csv.reader(io.StringIO(text), delimiter=delimiter) if row]
     except csv.Error:
         return []
-    return [row for row in rows if row]
+    return rows if 5 * sum(len(row) > 1 for row in rows) >= 4 * len(rows) else []
 
 
 def loosely(name: str) -> str:

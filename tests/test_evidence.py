@@ -76,6 +76,19 @@ def test_a_value_outside_a_table_shows_the_lines_holding_it(tmp_path: Path) -> N
     assert shown == "lines of access.log that contain '200': '10.0.0.5 - \"GET / HTTP/1.1\" 200 73'"
 
 
+def test_a_log_whose_first_line_holds_a_delimiter_is_not_read_as_a_table(tmp_path: Path) -> None:
+    agent = '"Mozilla/5.0 (X11; Linux x86_64)"'
+    lines = [f'10.0.0.1 - - [12/Mar/2025:08:00:00 +0000] "GET / HTTP/1.1" 500 12 "-" {agent}']
+    lines += [f'10.0.0.{i} - - [12/Mar/2025:08:0{i}:00 +0000] "GET /{i} HTTP/1.1" 200 7 "-" "curl"'
+              for i in range(2, 6)]  # fmt: skip
+    ws = workspace(tmp_path, {"access.log": "\n".join(lines) + "\n"})
+    # It was split at the ';' of its first line's user agent: 'the header as Python reads
+    # it' and a 'column' named after that line, for a crash on the program's own split.
+    assert data_evidence("IndexError: list index out of range", ws) is None
+    shown = input_evidence("KeyError: '200'", ws) or ""
+    assert shown.startswith("lines of access.log that contain '200'")
+
+
 def test_a_wrong_value_under_a_key_named_after_a_column_shows_that_column(tmp_path: Path) -> None:
     """A check's wrong count quotes the output's keys: the group ('pro', a cell of 'plan') and
     the figure ('active'). The figure comes from the column it is named after, whose values
