@@ -401,3 +401,18 @@ def test_an_export_is_never_seeded(store: Path, tmp_path: Path) -> None:
     headless.write_text(lines[1] + "\n")
     report = as_json(store, "lessons", "import", str(headless), code=1)
     assert isinstance(report, dict) and report["lines"][0]["action"] == "error"
+
+
+def test_memory_may_follow_the_command_name(seeded: Path) -> None:
+    for argv in (
+        ["lessons", "list", "--memory", str(seeded)],
+        ["lessons", "--memory", str(seeded), "list", "--memory", str(seeded)],
+        ["memory", "check", "--memory", str(seeded)],
+    ):
+        result = RUNNER.invoke(APP, argv)
+        assert result.exit_code == 0, (argv, result.stdout, result.stderr)
+    assert "of 7" in RUNNER.invoke(APP, ["lessons", "list", "--memory", str(seeded)]).stdout
+    twice = RUNNER.invoke(
+        APP, ["lessons", "--memory", str(seeded), "show", CURRENCY, "--memory", "/x"]
+    )
+    assert twice.exit_code == 2 and "--memory given twice" in twice.stderr

@@ -20,6 +20,7 @@ from agent.app.cli_lessons_print import print_import, print_lift, print_seed, pr
 from agent.app.cli_memory import (
     JsonOption,
     MemoryOption,
+    choose_store,
     fail,
     open_store,
     out,
@@ -88,8 +89,10 @@ def list_lessons(
     offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
     limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 50,
     as_json: JsonOption = False,
+    store: MemoryOption = None,
 ) -> None:
     """List lessons, one page at a time, with the total that matched."""
+    choose_store(ctx, store)
     where = LessonFilter(
         scope=scope,
         error_type=error_type,
@@ -117,8 +120,14 @@ def list_lessons(
 
 
 @lessons_app.command()
-def show(ctx: typer.Context, lesson_id: LessonId, as_json: JsonOption = False) -> None:
+def show(
+    ctx: typer.Context,
+    lesson_id: LessonId,
+    as_json: JsonOption = False,
+    store: MemoryOption = None,
+) -> None:
     """One lesson in full: fields, evidence, merge links, use history, lift."""
+    choose_store(ctx, store)
     with open_store(ctx) as memory:
         lesson = memory.get(lesson_id)
         uses = memory.uses(lesson_id)
@@ -155,8 +164,10 @@ def search(
         float | None, typer.Option("--min-similarity", min=-1.0, max=1.0)
     ] = None,
     as_json: JsonOption = False,
+    store: MemoryOption = None,
 ) -> None:
     """Recall lessons by meaning, as the agent would (candidate and validated ones only)."""
+    choose_store(ctx, store)
     types = tuple(error_type or ())
     query = LessonQuery(
         text=text,
@@ -194,11 +205,13 @@ def export_cmd(
     ] = None,
     scope: ScopeOption = None,
     as_json: JsonOption = False,
+    store: MemoryOption = None,
 ) -> None:
     """Export lessons as JSONL (format lessonloop.lessons v1, documented in memory/export.py).
 
     Without --out the export itself goes to stdout; --json then adds nothing.
     """
+    choose_store(ctx, store)
     with open_store(ctx) as memory:
         if out_file is None:
             count = export.export_lessons(memory, sys.stdout, scope=scope)
@@ -226,6 +239,7 @@ def import_cmd(
         typer.Option("--scope", help="Scope of seed records that name none (default: default)."),
     ] = None,
     as_json: JsonOption = False,
+    store: MemoryOption = None,
 ) -> None:
     """Import lessons: an export (restored exactly) or plain records (seeded: redaction, dedup).
 
@@ -233,6 +247,7 @@ def import_cmd(
     seed records {error_type, symptom, root_cause, fix, applies_when?, scope?, status?}.
     Exits 1 if any line was bad (the good ones are imported).
     """
+    choose_store(ctx, store)
     try:
         # utf-8-sig: an export saved by an editor that adds a byte order mark is still one.
         with file.open(encoding="utf-8-sig") as lines:
@@ -283,8 +298,10 @@ def stats(
     ctx: typer.Context,
     top: Annotated[int, typer.Option("--top", min=1, max=100)] = 5,
     as_json: JsonOption = False,
+    store: MemoryOption = None,
 ) -> None:
     """Counts by status and error type, the most helpful and the never-used lessons."""
+    choose_store(ctx, store)
     with open_store(ctx) as memory:
         summary = curate.lesson_stats(memory, top=top)
     if as_json:
@@ -322,8 +339,10 @@ def edit(
     scope: Annotated[str | None, typer.Option("--scope")] = None,
     error_type: Annotated[str | None, typer.Option("--error-type")] = None,
     as_json: JsonOption = False,
+    store: MemoryOption = None,
 ) -> None:
     """Change a lesson's text; it is redacted, re-embedded and re-indexed."""
+    choose_store(ctx, store)
     changes = {
         "symptom": symptom,
         "root_cause": root_cause,
@@ -358,21 +377,39 @@ def _set_status(
 
 
 @lessons_app.command()
-def approve(ctx: typer.Context, lesson_id: LessonId, as_json: JsonOption = False) -> None:
+def approve(
+    ctx: typer.Context,
+    lesson_id: LessonId,
+    as_json: JsonOption = False,
+    store: MemoryOption = None,
+) -> None:
     """candidate -> validated (recall ranks validated lessons a little higher)."""
+    choose_store(ctx, store)
     _set_status(ctx, lesson_id, as_json, curate.approve)
 
 
 @lessons_app.command()
-def deprecate(ctx: typer.Context, lesson_id: LessonId, as_json: JsonOption = False) -> None:
+def deprecate(
+    ctx: typer.Context,
+    lesson_id: LessonId,
+    as_json: JsonOption = False,
+    store: MemoryOption = None,
+) -> None:
     """candidate or validated -> deprecated: never recalled again, kept for the record."""
+    choose_store(ctx, store)
     _set_status(ctx, lesson_id, as_json, curate.deprecate)
 
 
 @lessons_app.command()
-def restore(ctx: typer.Context, lesson_id: LessonId, as_json: JsonOption = False) -> None:
+def restore(
+    ctx: typer.Context,
+    lesson_id: LessonId,
+    as_json: JsonOption = False,
+    store: MemoryOption = None,
+) -> None:
     """deprecated -> candidate: recalled again (e.g. a run learned it again: `lessonloop
     review` lists those). Clears the lesson's review flag: the decision is made."""
+    choose_store(ctx, store)
     _set_status(ctx, lesson_id, as_json, _restore)
 
 

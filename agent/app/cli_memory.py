@@ -63,6 +63,17 @@ def remember_store(ctx: typer.Context, memory: str | None) -> None:
     ctx.obj = StoreChoice(memory)
 
 
+def choose_store(ctx: typer.Context, memory: str | None) -> None:
+    """A command's own `--memory` (given after its name: `lessons list --memory X`), as if
+    given to the group; given in both places, they must agree."""
+    if memory is None:
+        return
+    choice = ctx.find_object(StoreChoice)
+    if choice is not None and choice.memory not in (None, memory):
+        fail(f"--memory given twice: {choice.memory} and {memory}", 2)
+    ctx.obj = StoreChoice(memory)
+
+
 def fail(message: str, code: int) -> NoReturn:
     """Print an error on stderr and exit with `code`."""
     err.print(Text("error: ", style="bold red") + Text(message))
@@ -223,8 +234,10 @@ def reindex(
         ),
     ] = False,
     as_json: JsonOption = False,
+    store: MemoryOption = None,
 ) -> None:
     """Rebuild the vector index from SQL (embeds every lesson again)."""
+    choose_store(ctx, store)
     with (
         open_store(ctx, reembed=reembed, warn_lag=False) as memory,
         progress_bar("reindexing", enabled=not as_json) as tick,
@@ -244,8 +257,10 @@ def check(
     ctx: typer.Context,
     repair: Annotated[bool, typer.Option("--repair", help="Make the index match SQL.")] = False,
     as_json: JsonOption = False,
+    store: MemoryOption = None,
 ) -> None:
     """Compare SQL with the vector index. Exits 1 on drift that was not repaired."""
+    choose_store(ctx, store)
     with open_store(ctx, warn_lag=False) as memory:
         report = memory.check(repair=repair)
     if as_json:
