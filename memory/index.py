@@ -8,10 +8,9 @@ documents took a quarter of a bulk load's CPU time.
 
 No status: it lives in SQL alone. A status change (a merge, a deprecation, an undo) writes
 nothing here, and recall checks every candidate's status against SQL; where it must search
-among recallable lessons only, it names them (`query(..., only=...)`). Why: a full
-consolidation pass at 100k lessons merges ~95k of them, and rewriting their metadata cost
-chromadb ~0.2 ms each, a quarter of the pass (README, "Consolidation at 100k"). Entries
-written before this carry a "status" key, which nothing reads.
+among recallable lessons only, it names them (`query(..., only=...)`). Why: a full pass at
+100k lessons merges ~95k, and rewriting their metadata cost chromadb ~0.2 ms each, a quarter
+of the pass. Entries written before this carry a "status" key, which nothing reads.
 
 We never let chromadb embed: collections are opened with a refusing embedding function (see
 `_refusing_embedding_function`; `None` is not enough in chromadb 1.x), so `add`/`query`
@@ -120,11 +119,11 @@ def embedded_client(path: Path) -> ClientAPI:
         return chromadb.PersistentClient(path=str(path), settings=_settings())
     except _chroma_errors() as exc:  # e.g. "database or disk is full"
         where = read_only(exc, path / "chroma.sqlite3", path)
-        if where is not None:
-            raise MemoryBackendError(read_only_store(where, exc)) from exc
         raise MemoryBackendError(
-            f"cannot open the vector index at {path}: {exc} (it is derived from SQL: if the "
-            "disk is fine, move that directory aside and the next open rebuilds it)"
+            read_only_store(where, exc)
+            if where is not None
+            else f"cannot open the vector index at {path}: {exc} (it is derived from SQL: if "
+            "the disk is fine, move that directory aside and the next open rebuilds it)"
         ) from exc
 
 
