@@ -37,9 +37,10 @@ class PyError:
     frames: tuple[Frame, ...]
 
 
-# What a check raises when the check itself is broken: an error in its own source, or one of
-# its own files (a path under $TASK_DIR) that cannot be opened.
-_CHECK_SOURCE_ERRORS = frozenset({"NameError", "UnboundLocalError", *SYNTAX_TYPES})
+# What a check raises when the check itself is broken: its own source does not compile, or
+# one of its own files (a path under $TASK_DIR) cannot be opened. (Not a NameError: a check
+# that star-imports or execs the candidate's module meets the candidate's missing names so.)
+_CHECK_SOURCE_ERRORS = SYNTAX_TYPES
 _OPEN_ERRORS = frozenset(
     {"FileNotFoundError", "PermissionError", "IsADirectoryError", "NotADirectoryError"}
 )
@@ -47,7 +48,7 @@ _OPEN_ERRORS = frozenset(
 
 def check_defect(result: ExecResult) -> str | None:
     """Where and how a check failed in its own code, when its traceback says so
-    ("$TASK_DIR/check.py:7: NameError: ..."): an error in its source raised in a task file
+    ("$TASK_DIR/check.py:7: SyntaxError: ..."): source that does not compile, in a task file
     (not in code it ran: the candidate's, a prompt's), or a task file it could not open,
     from a frame of the task's that no workspace frame follows. A verdict (an assertion, a
     missing output file) or an error raised inside the candidate's code is not a defect."""

@@ -348,7 +348,6 @@ def test_a_missing_module_in_the_checker_is_its_verdict_without_a_hint() -> None
             "want = json.loads((here / 'expectd.json').read_text())\n",
             "$TASK_DIR/check.py:3: FileNotFoundError",
         ),
-        ("import json\nassert json.load(open('out.json')) == answr\n", "NameError"),
         ("import json\nif True\n    pass\n", "SyntaxError"),
     ],
 )
@@ -378,19 +377,28 @@ def test_a_check_that_meets_the_candidate_s_fault_is_its_verdict(tmp_path: Path)
     broken = "def f():\n    return undefined_name\n"
     inside = execute(calls, {"solution.py": broken}, sandbox=sandbox)
     assert inside.kind == "runtime_error" and inside.error_type == "NameError"
+    # A check that star-imports the candidate meets a name it lacks as its own NameError.
+    star = make_task(
+        tmp_path / "star",
+        check='python "$TASK_DIR/check.py"',
+        checker="import sys; sys.path.insert(0, '.')\nfrom solution import *\nmain()\n",
+    )
+    lacking = execute(star, {"solution.py": "def other():\n    pass\n"}, sandbox=sandbox)
+    assert lacking.kind == "check_failed" and lacking.error_type == "NameError"
 
 
 def test_an_error_raised_in_code_the_check_ran_is_not_the_check_s_defect() -> None:
     # HumanEval's check runs the prompt's helpers ("<prompt>") over the candidate's function:
-    # a NameError there is the candidate's doing (a name it did not define), not the check's.
+    # an error opening a task file there is not the check's own.
     stderr = (
         "Traceback (most recent call last):\n"
         '  File "/task/check.py", line 40, in <module>\n'
-        '  File "<prompt>", line 7, in decode_cyclic\n'
-        "NameError: name 'encode_cyclic' is not defined\n"
+        '  File "/workspace/solution.py", line 7, in load\n'
+        "FileNotFoundError: [Errno 2] No such file or directory: '/task/data.json'\n"
     )
-    assert check_defect(result(stderr=stderr)) is None
-    own = stderr.replace('  File "<prompt>", line 7, in decode_cyclic\n', "")
+    assert check_defect(result(stderr=stderr)) is None  # the candidate's code opened it
+    own = stderr.replace('  File "/workspace/solution.py", line 7, in load\n', "")
     assert check_defect(result(stderr=own)) == (
-        "$TASK_DIR/check.py:40: NameError: name 'encode_cyclic' is not defined"
+        "$TASK_DIR/check.py:40: FileNotFoundError: [Errno 2] No such file or directory: "
+        "'/task/data.json'"
     )
