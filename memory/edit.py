@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, get_args
+from typing import Any
 
 from sqlmodel import Session
 
@@ -15,7 +15,14 @@ from memory.errors import LessonNotFoundError, MemoryUsageError
 from memory.index import LessonIndex
 from memory.redact import redact
 from memory.schema import INDEX_PENDING, LessonRow, to_lesson
-from memory.types import ERROR_TYPE_MAX_CHARS, SCOPE_MAX_CHARS, Lesson, LessonStatus, utcnow
+from memory.types import (
+    ERROR_TYPE_MAX_CHARS,
+    SCOPE_MAX_CHARS,
+    STATUSES,
+    Lesson,
+    LessonStatus,
+    utcnow,
+)
 from memory.vectors import forget_vectors
 
 TEXT_FIELDS = ("symptom", "root_cause", "fix", "applies_when")
@@ -100,9 +107,8 @@ def set_status(
     merged_into: str | None,
 ) -> Lesson:
     """Change the status; keep merged_into / merged_from consistent on both lessons."""
-    if status not in get_args(LessonStatus):
-        known = ", ".join(get_args(LessonStatus))
-        raise MemoryUsageError(f"no status {status!r}: one of {known}")
+    if status not in STATUSES:
+        raise MemoryUsageError(f"no status {status!r}: one of {', '.join(STATUSES)}")
     if (status == "merged") != (merged_into is not None):
         raise MemoryUsageError("merged_into is required for status 'merged' and only for it")
     if merged_into == lesson_id:

@@ -35,6 +35,7 @@ from agent.app.mcp_tools import (
 )
 from agent.errors import ConfigurationError, ToolCallError
 from memory import IndexBehindError, LessonMemoryError, MemoryBackendError, MemoryConfigError
+from memory.types import ERROR_TYPE_MAX_CHARS, SCOPE_MAX_CHARS
 
 Transport = Literal["stdio", "http"]
 
@@ -55,7 +56,7 @@ Scope = Annotated[
     str,
     Field(
         min_length=1,
-        max_length=200,
+        max_length=SCOPE_MAX_CHARS,
         pattern=NOT_BLANK,
         description="Namespace of the lessons (a project or user); recall never crosses it.",
     ),
@@ -64,7 +65,7 @@ ErrorType = Annotated[
     str,
     Field(
         min_length=1,
-        max_length=100,
+        max_length=ERROR_TYPE_MAX_CHARS,
         pattern=NOT_BLANK,
         description="Error class or kind, e.g. ValueError, KeyError, check_failed, timeout.",
     ),
@@ -208,23 +209,9 @@ def build_server(tools: LessonTools) -> MCPServer:
     def record_lesson(
         scope: Scope,
         error_type: ErrorType,
-        symptom: Annotated[
-            str,
-            Field(min_length=1, max_length=20_000, pattern=NOT_BLANK, description="What failed"),
-        ],
-        root_cause: Annotated[
-            str,
-            Field(min_length=1, max_length=20_000, pattern=NOT_BLANK, description="Why it failed"),
-        ],
-        fix: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=20_000,
-                pattern=NOT_BLANK,
-                description="The change that fixed it",
-            ),
-        ],
+        symptom: Annotated[Text, Field(description="What failed")],
+        root_cause: Annotated[Text, Field(description="Why it failed")],
+        fix: Annotated[Text, Field(description="The change that fixed it")],
         applies_when: Annotated[
             str, Field(max_length=20_000, description="When the lesson applies")
         ] = "",
