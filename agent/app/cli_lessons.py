@@ -20,7 +20,6 @@ from agent.app.cli_lessons_print import print_import, print_lift, print_seed, pr
 from agent.app.cli_memory import (
     JsonOption,
     MemoryOption,
-    choose_store,
     fail,
     open_store,
     out,
@@ -92,7 +91,6 @@ def list_lessons(
     store: MemoryOption = None,
 ) -> None:
     """List lessons, one page at a time, with the total that matched."""
-    choose_store(ctx, store)
     where = LessonFilter(
         scope=scope,
         error_type=error_type,
@@ -102,7 +100,7 @@ def list_lessons(
         offset=offset,
         limit=limit,
     )
-    with open_store(ctx) as memory:
+    with open_store(ctx, store) as memory:
         page = memory.list_lessons(where)
     following = _next_offset(page)
     if as_json:
@@ -127,8 +125,7 @@ def show(
     store: MemoryOption = None,
 ) -> None:
     """One lesson in full: fields, evidence, merge links, use history, lift."""
-    choose_store(ctx, store)
-    with open_store(ctx) as memory:
+    with open_store(ctx, store) as memory:
         lesson = memory.get(lesson_id)
         uses = memory.uses(lesson_id)
         lifts = memory.lesson_lift([lesson_id])
@@ -167,7 +164,6 @@ def search(
     store: MemoryOption = None,
 ) -> None:
     """Recall lessons by meaning, as the agent would (candidate and validated ones only)."""
-    choose_store(ctx, store)
     types = tuple(error_type or ())
     query = LessonQuery(
         text=text,
@@ -181,7 +177,7 @@ def search(
         min_similarity=min_similarity,
         token_budget=_SEARCH_BUDGET,
     )
-    with open_store(ctx) as memory:
+    with open_store(ctx, store) as memory:
         hits = memory.recall(query)
         if types:
             hits = [h for h in hits if h.lesson.error_type in types][:limit]
@@ -211,8 +207,7 @@ def export_cmd(
 
     Without --out the export itself goes to stdout; --json then adds nothing.
     """
-    choose_store(ctx, store)
-    with open_store(ctx) as memory:
+    with open_store(ctx, store) as memory:
         if out_file is None:
             count = export.export_lessons(memory, sys.stdout, scope=scope)
         else:
@@ -247,7 +242,6 @@ def import_cmd(
     seed records {error_type, symptom, root_cause, fix, applies_when?, scope?, status?}.
     Exits 1 if any line was bad (the good ones are imported).
     """
-    choose_store(ctx, store)
     try:
         # utf-8-sig: an export saved by an editor that adds a byte order mark is still one.
         with file.open(encoding="utf-8-sig") as lines:
@@ -270,7 +264,7 @@ def import_cmd(
         if scope is not None and not 0 < len(scope.strip()) <= SCOPE_MAX_CHARS:
             fail(f"--scope must be 1 to {SCOPE_MAX_CHARS} characters, not blank", 2)
         with (
-            open_store(ctx, existing=False) as memory,
+            open_store(ctx, store, existing=False) as memory,
             file.open(encoding="utf-8-sig") as lines,
             progress_bar("importing", max(len(nonblank) - restore, 0), enabled=not as_json) as tick,
         ):
@@ -301,8 +295,7 @@ def stats(
     store: MemoryOption = None,
 ) -> None:
     """Counts by status and error type, the most helpful and the never-used lessons."""
-    choose_store(ctx, store)
-    with open_store(ctx) as memory:
+    with open_store(ctx, store) as memory:
         summary = curate.lesson_stats(memory, top=top)
     if as_json:
         print_json(summary.model_dump(mode="json"))
@@ -342,7 +335,6 @@ def edit(
     store: MemoryOption = None,
 ) -> None:
     """Change a lesson's text; it is redacted, re-embedded and re-indexed."""
-    choose_store(ctx, store)
     changes = {
         "symptom": symptom,
         "root_cause": root_cause,
@@ -357,7 +349,7 @@ def edit(
             "--scope or --error-type",
             2,
         )
-    with open_store(ctx) as memory:
+    with open_store(ctx, store) as memory:
         lesson = memory.update(lesson_id, **changes)
     if as_json:
         print_json(lesson.model_dump(mode="json"))
@@ -366,9 +358,13 @@ def edit(
 
 
 def _set_status(
-    ctx: typer.Context, lesson_id: str, as_json: bool, change: Callable[[Memory, str], Lesson]
+    ctx: typer.Context,
+    store: str | None,
+    lesson_id: str,
+    as_json: bool,
+    change: Callable[[Memory, str], Lesson],
 ) -> None:
-    with open_store(ctx) as memory:
+    with open_store(ctx, store) as memory:
         lesson = change(memory, lesson_id)
     if as_json:
         print_json(lesson.model_dump(mode="json"))
@@ -384,8 +380,7 @@ def approve(
     store: MemoryOption = None,
 ) -> None:
     """candidate -> validated (recall ranks validated lessons a little higher)."""
-    choose_store(ctx, store)
-    _set_status(ctx, lesson_id, as_json, curate.approve)
+    _set_status(ctx, store, lesson_id, as_json, curate.approve)
 
 
 @lessons_app.command()
@@ -396,8 +391,7 @@ def deprecate(
     store: MemoryOption = None,
 ) -> None:
     """candidate or validated -> deprecated: never recalled again, kept for the record."""
-    choose_store(ctx, store)
-    _set_status(ctx, lesson_id, as_json, curate.deprecate)
+    _set_status(ctx, store, lesson_id, as_json, curate.deprecate)
 
 
 @lessons_app.command()
@@ -409,8 +403,7 @@ def restore(
 ) -> None:
     """deprecated -> candidate: recalled again (e.g. a run learned it again: `lessonloop
     review` lists those). Clears the lesson's review flag: the decision is made."""
-    choose_store(ctx, store)
-    _set_status(ctx, lesson_id, as_json, _restore)
+    _set_status(ctx, store, lesson_id, as_json, _restore)
 
 
 def _restore(memory: Memory, lesson_id: str) -> Lesson:

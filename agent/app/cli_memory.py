@@ -63,17 +63,6 @@ def remember_store(ctx: typer.Context, memory: str | None) -> None:
     ctx.obj = StoreChoice(memory)
 
 
-def choose_store(ctx: typer.Context, memory: str | None) -> None:
-    """A command's own `--memory` (given after its name: `lessons list --memory X`), as if
-    given to the group; given in both places, they must agree."""
-    if memory is None:
-        return
-    choice = ctx.find_object(StoreChoice)
-    if choice is not None and choice.memory not in (None, memory):
-        fail(f"--memory given twice: {choice.memory} and {memory}", 2)
-    ctx.obj = StoreChoice(memory)
-
-
 def fail(message: str, code: int) -> NoReturn:
     """Print an error on stderr and exit with `code`."""
     err.print(Text("error: ", style="bold red") + Text(message))
@@ -87,16 +76,26 @@ def print_json(data: Any) -> None:
 
 @contextmanager
 def open_store(
-    ctx: typer.Context, *, existing: bool = True, reembed: bool = False, warn_lag: bool = True
+    ctx: typer.Context,
+    given: str | None = None,
+    *,
+    existing: bool = True,
+    reembed: bool = False,
+    warn_lag: bool = True,
 ) -> Iterator[Memory]:
-    """The configured store, closed afterwards; memory errors become exit codes.
+    """The configured store, closed afterwards; memory errors become exit codes. `given`:
+    the command's own `--memory` (after its name: `lessons list --memory X`), else the
+    group's; given in both places, the two must agree.
     `existing=False` for a command that may start a store (`lessons import`); `reembed`
     converts a store built with another embedder (`session.open_memory`). A store whose
     index lags SQL (a crash mid-write, a lost index directory) is said so on stderr, unless
     `warn_lag` is off (the commands that check and repair it)."""
     choice = ctx.find_object(StoreChoice)
+    group = choice.memory if choice else None
+    if given is not None and group not in (None, given):
+        fail(f"--memory given twice: {group} and {given}", 2)
     try:
-        settings = Settings.from_env(memory=choice.memory if choice else None)
+        settings = Settings.from_env(memory=group if given is None else given)
     except ValidationError as exc:
         fail(invalid_settings(exc), 2)
     try:
@@ -237,9 +236,8 @@ def reindex(
     store: MemoryOption = None,
 ) -> None:
     """Rebuild the vector index from SQL (embeds every lesson again)."""
-    choose_store(ctx, store)
     with (
-        open_store(ctx, reembed=reembed, warn_lag=False) as memory,
+        open_store(ctx, store, reembed=reembed, warn_lag=False) as memory,
         progress_bar("reindexing", enabled=not as_json) as tick,
     ):
         if memory.reembedded_on_open:  # converted as it opened: nothing left to do
@@ -260,8 +258,7 @@ def check(
     store: MemoryOption = None,
 ) -> None:
     """Compare SQL with the vector index. Exits 1 on drift that was not repaired."""
-    choose_store(ctx, store)
-    with open_store(ctx, warn_lag=False) as memory:
+    with open_store(ctx, store, warn_lag=False) as memory:
         report = memory.check(repair=repair)
     if as_json:
         print_json({**report.model_dump(mode="json"), "clean": report.clean})
