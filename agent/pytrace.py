@@ -37,10 +37,9 @@ class PyError:
     frames: tuple[Frame, ...]
 
 
-# What a check raises when the check itself is broken: its own source does not compile, or
-# one of its own files (a path under $TASK_DIR) cannot be opened. (Not a NameError: a check
-# that star-imports or execs the candidate's module meets the candidate's missing names so.)
-_CHECK_SOURCE_ERRORS = SYNTAX_TYPES
+# What a check raises when the check itself is broken: its own source does not compile
+# (SYNTAX_TYPES), or one of its own files (a path under $TASK_DIR) cannot be opened. (Not a
+# NameError: a check that star-imports or execs the candidate meets its missing names so.)
 _OPEN_ERRORS = frozenset(
     {"FileNotFoundError", "PermissionError", "IsADirectoryError", "NotADirectoryError"}
 )
@@ -57,11 +56,11 @@ def check_defect(result: ExecResult) -> str | None:
     error = last_python_error(result.stderr) or last_python_error(result.stdout)
     if error is None or not error.frames:
         return None
-    own = [f for f in error.frames if shown_path(f.file, result.workspace)[0] or in_task(f)]
-    if error.type in _CHECK_SOURCE_ERRORS:
-        where = error.frames[-1] if in_task(error.frames[-1]) else None
+    own = [f for f in error.frames if shown_path(f.file, result.workspace)[0] or _in_task(f)]
+    if error.type in SYNTAX_TYPES:
+        where = error.frames[-1] if _in_task(error.frames[-1]) else None
     elif error.type in _OPEN_ERRORS and f"'{SANDBOX_TASK_DIR}/" in error.message:
-        where = own[-1] if own and in_task(own[-1]) else None
+        where = own[-1] if own and _in_task(own[-1]) else None
     else:
         return None
     return (
@@ -71,7 +70,7 @@ def check_defect(result: ExecResult) -> str | None:
     )
 
 
-def in_task(frame: Frame) -> bool:
+def _in_task(frame: Frame) -> bool:
     return PurePosixPath(frame.file).is_relative_to(SANDBOX_TASK_DIR)
 
 
