@@ -1,18 +1,10 @@
-"""The lexical side of recall: Okapi BM25 over each scope's lesson texts, kept fresh from SQL.
+"""The lexical side of recall: Okapi BM25 over each scope's lesson texts.
 
 The vector index finds lessons by meaning; BM25 finds the ones that share rare words with the
 query (an exception name, `utf-8-sig`, a format string). Recall fuses both rankings (see
 `memory.recall`). The text is the one the vector index embeds: symptom + root cause without
-their template (`memory.dedup.index_text`), and queries are read the same way.
-
-Why in process rather than in the database: SQLite has FTS5 and PostgreSQL has tsvector, but
-they tokenise and rank differently, and the contract suite runs one behaviour on both. A
-scope's postings are built from SQL on first use and then refreshed incrementally: each lookup
-reads a fingerprint of the scope (recallable lessons, latest `updated_at`); when it moved, the
-rows updated since the last refresh are re-read (adds, sightings, edits, status changes all
-bump `updated_at`), and a count that still disagrees (a row deleted, e.g. a merge undone)
-rebuilds the scope. So another process's writes are seen on the next recall. The lexical
-index only proposes and ranks candidates: recall checks every one against SQL again.
+their template (`memory.dedup.index_text`), and queries are read the same way. Each scope's
+postings are kept fresh from SQL by `memory.lexicalindex`.
 """
 
 from __future__ import annotations
@@ -20,25 +12,13 @@ from __future__ import annotations
 import heapq
 import math
 import re
-import threading
 import unicodedata
 import weakref
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
-from sqlalchemy import case, func
-from sqlmodel import Session, col, select
-
-from memory import counts
-from memory.db import Database
-from memory.dedup import index_text
-from memory.matchtext import match_text
-from memory.schema import LessonRow
-from memory.types import ACTIVE
 
 # Symbols that carry a data format and that `\w+` drops: currency signs, percent, the
 # delimiters a CSV may use instead of a comma, and a byte order mark (raw, or escaped as
@@ -179,9 +159,12 @@ class BM25:
             if not posting.slots:
                 del self._postings[term]
 
-    def search(self, query: str) -> BM25Scores:
-        """BM25 scores of the documents that share a word with `query`."""
+    def search(self, query: str, scope: str = "") -> BM25Scores:
+        """BM25 scores of the documents that share a word with `query` (this index holding
+        the lessons of `scope`)."""
         part = self._score(query)
+        if part is not None:
+            part.scope = scope
         return BM25Scores([] if part is None else [part])
 
     def _score(self, query: str) -> _Part | None:
@@ -228,7 +211,7 @@ class _Part:
 
     def __init__(self, acc: np.ndarray, slot: dict[str, int], ids: list[str | None]) -> None:
         self.slot, self.ids = slot, ids
-        self.scope = ""  # set by `LexicalIndex.search`
+        self.scope = ""  # set by `BM25.search`
         self.hits = np.flatnonzero(acc)
         self.values = acc
 
@@ -252,6 +235,11 @@ class BM25Scores(Mapping[str, float]):
 
     def __init__(self, parts: list[_Part]) -> None:
         self._parts = parts
+
+    @staticmethod
+    def side_by_side(scores: Sequence[BM25Scores]) -> BM25Scores:
+        """The scores of several scopes' indexes as one (a lesson lives in one scope)."""
+        return BM25Scores([part for one in scores for part in one._parts])
 
     @property
     def scopes(self) -> list[str]:
@@ -317,95 +305,3 @@ class BM25Scores(Mapping[str, float]):
         # n-th score fill the rest, found without sorting the run.
         tied = heapq.nsmallest(n - len(above), pairs(np.flatnonzero(values == kth)))
         return above + tied
-
-
-@dataclass
-class _Scope:
-    bm25: BM25 = field(default_factory=BM25)
-    mark: tuple[object, ...] = ()  # what SQL looked like at the last refresh
-    latest: datetime | None = None
-
-
-def _fingerprint(session: Session, scope: str) -> tuple[int, tuple[object, ...]]:
-    """(recallable lessons of `scope`, a value that changes whenever the scope's lessons do).
-
-    The trigger-kept counters cost one indexed read; a backend without them is counted.
-    """
-    try:
-        mark = counts.read(session, scope)
-        return mark.recallable, (mark.generation, mark.recallable)
-    except counts.CountsUnavailable:
-        recallable = case((col(LessonRow.status).in_(ACTIVE), 1), else_=0)
-        count, latest = session.exec(
-            select(func.sum(recallable), func.max(LessonRow.updated_at)).where(
-                LessonRow.scope == scope
-            )
-        ).one()
-        return int(count or 0), (int(count or 0), latest)
-
-
-class LexicalIndex:
-    """BM25 postings per scope over the recallable lessons, refreshed from SQL on each lookup."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-        self._scopes: dict[str, _Scope] = {}
-        self._lock = threading.Lock()  # one refresh-and-score at a time
-
-    def search(self, query: str, scopes: Sequence[str]) -> BM25Scores:
-        """BM25 scores of the recallable lessons of `scopes` that share a word with `query`.
-
-        Each scope has its own word statistics; a lesson lives in one scope, so the scores of
-        two scopes are simply put side by side. `top(n)` gives the best without sorting all.
-        The query is compared as the lessons are indexed: through `memory.matchtext`.
-        """
-        query = match_text(query)
-        parts: list[_Part] = []
-        unique = list(dict.fromkeys(scopes))
-        with self._lock:  # scoring reads the postings a concurrent refresh would write
-            for scope, bm25 in zip(unique, self._fresh(unique), strict=True):
-                part = bm25._score(query)
-                if part is not None:
-                    part.scope = scope
-                    parts.append(part)
-        return BM25Scores(parts)
-
-    def scores(self, query: str, scopes: Sequence[str]) -> dict[str, float]:
-        """`search` as a plain dict."""
-        return self.search(query, scopes).to_dict()
-
-    def _fresh(self, scopes: list[str]) -> list[BM25]:
-        """The postings of `scopes`, refreshed where SQL moved (`memory.counts` says so)."""
-        with self._db.read() as session:
-            out = []
-            for scope in scopes:
-                state = self._scopes.setdefault(scope, _Scope())
-                count, mark = _fingerprint(session, scope)
-                if mark != state.mark:
-                    latest = session.exec(
-                        select(func.max(LessonRow.updated_at)).where(LessonRow.scope == scope)
-                    ).one()
-                    self._refresh(session, scope, state, count)
-                    state.mark, state.latest = mark, latest
-                out.append(state.bm25)
-            return out
-
-    @staticmethod
-    def _refresh(session: Session, scope: str, state: _Scope, count: int) -> None:
-        rows = select(LessonRow.id, LessonRow.symptom, LessonRow.root_cause, LessonRow.status)
-        rows = rows.where(LessonRow.scope == scope)
-        if state.latest is not None:
-            # >=: rows written in the same instant as the last refresh are read again.
-            since = rows.where(col(LessonRow.updated_at) >= state.latest)
-            _apply(state.bm25, session.exec(since).all())
-        if len(state.bm25) != count:  # first use, or a row left the scope or was deleted
-            state.bm25 = BM25()
-            _apply(state.bm25, session.exec(rows).all())
-
-
-def _apply(bm25: BM25, rows: Iterable[tuple[str, str, str, str]]) -> None:
-    for lesson_id, symptom, root_cause, status in rows:
-        if status in ACTIVE:
-            bm25.put(lesson_id, index_text(symptom, root_cause))
-        else:
-            bm25.remove(lesson_id)

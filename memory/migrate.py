@@ -27,7 +27,7 @@ from memory import counts
 from memory.errors import MemoryConfigError
 from memory.schema import TABLES, MetaRow
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 VERSION_KEY = "schema_version"
 
 Migration = Callable[[Connection], None]
@@ -40,9 +40,10 @@ def _v1_to_v2(conn: Connection) -> None:
         table.create(conn, checkfirst=True)
 
 
-def _v2_to_v3(conn: Connection) -> None:
-    # Version 3 pages the lesson list by (created_at, id) and (updated_at, id): indexes that
-    # a table created by an older version lacks.
+def _add_indexes(conn: Connection) -> None:
+    # Indexes that a table created by an older version lacks. Version 3 pages the lesson
+    # list by (created_at, id) and (updated_at, id); version 6 indexes merged members by
+    # scope and error type (recall's typed search, `memory.queries.canonicals_of`).
     for table in TABLES:
         for index in table.indexes:
             index.create(conn, checkfirst=True)
@@ -66,7 +67,13 @@ def _v4_to_v5(conn: Connection) -> None:
 
 
 # MIGRATIONS[n] takes a store from version n to n + 1.
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
+MIGRATIONS: dict[int, Migration] = {
+    1: _v1_to_v2,
+    2: _add_indexes,
+    3: _v3_to_v4,
+    4: _v4_to_v5,
+    5: _add_indexes,
+}
 
 
 def stored_version(session: Session) -> int | None:

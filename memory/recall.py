@@ -77,7 +77,7 @@ from memory.db import Database
 from memory.dedup import Vector, cosine, unpack
 from memory.embeddings import Embedder
 from memory.index import Hit, LessonIndex
-from memory.lexical import LexicalIndex
+from memory.lexicalindex import LexicalIndex
 from memory.matchtext import match_text
 from memory.ranking import RecallConfig, fused, score
 from memory.render import estimate_tokens, render_lessons
@@ -184,7 +184,7 @@ class _Search:
         types: frozenset[str] = frozenset(),
         data_cut: float | None = None,
     ) -> None:
-        self.query, self.index, self.db, self.cut = query, index, db, cut
+        self.query, self.index, self.lexical, self.db, self.cut = query, index, lexical, db, cut
         self.types = types  # the error-type gate's (memory.seedgate.gate_types)
         # The query text's vector first, then one per surface view (max fusion).
         self.views = np.asarray(vectors, dtype=np.float32)
@@ -204,7 +204,11 @@ class _Search:
         """The recallable lessons of the searched scopes (of these types, if any), by scope,
         but the query's exclusions and those the data gate kept out: they would crowd the
         fallback searches' pools again."""
-        found = queries.ids_by_scope(self.db, self.scopes, ACTIVE, error_types)
+        found = self.lexical.recallable(self.scopes, error_types)
+        if error_types:
+            # A canonical counts under its merged members' types too, as the gate reads them.
+            for scope, ids in queries.canonicals_of(self.db, self.scopes, error_types).items():
+                found[scope] = list(dict.fromkeys(found.get(scope, []) + ids))
         excluded = set(self.query.exclude) | self.blocked
         if not excluded:
             return found

@@ -25,7 +25,7 @@ from memory.db import Database
 from memory.embeddings import Embedder, HashEmbedder
 from memory.errors import EmbeddingMismatchError, MemoryConfigError
 from memory.index import LessonIndex, ephemeral_client
-from memory.lexical import LexicalIndex
+from memory.lexicalindex import LexicalIndex
 from memory.ranking import RecallConfig
 from memory.recall import recall
 from memory.sync import Progress

@@ -43,7 +43,7 @@ def _make_version_2(store: Path) -> None:
 def test_a_new_store_has_the_paging_indexes(tmp_path: Path) -> None:
     store = tmp_path / "s"
     with Memory.open(str(store), embedder=HashEmbedder()) as memory:
-        assert memory.schema_version() == SCHEMA_VERSION == 5
+        assert memory.schema_version() == SCHEMA_VERSION == 6
     assert _indexes(store) >= PAGING
 
 

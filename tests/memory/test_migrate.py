@@ -44,7 +44,7 @@ def test_the_fixture_is_a_version_1_store(tmp_path: Path) -> None:
 def test_a_version_1_store_is_upgraded_and_keeps_everything(tmp_path: Path) -> None:
     store = v1_store(tmp_path)
     with Memory.open(str(store), embedder=HashEmbedder()) as memory:
-        assert memory.schema_version() == SCHEMA_VERSION == 5
+        assert memory.schema_version() == SCHEMA_VERSION == 6
         assert tables(store) >= {t.name for t in TABLES}
         currency, bom = memory.get(CURRENCY), memory.get(BOM)
         assert currency.scope == "billing" and currency.evidence[0].run_id == "run-v1"
