@@ -4,16 +4,20 @@ recallable lessons, and which of them carry which error type.
 Why in process rather than in the database: SQLite has FTS5 and PostgreSQL has tsvector, but
 they tokenise and rank differently, and the contract suite runs one behaviour on both. A
 scope's postings are built from SQL on first use and then refreshed incrementally: each lookup
-reads a fingerprint of the scope (recallable lessons, latest `updated_at`); when it moved, the
-rows updated since the last refresh are re-read (adds, sightings, edits, status changes all
-bump `updated_at`), and a count that still disagrees (a row deleted, e.g. a merge undone)
-rebuilds the scope. So another process's writes are seen on the next recall. The lexical
-index only proposes and ranks candidates: recall checks every one against SQL again.
+reads a fingerprint of the scope (the trigger-kept counters of `memory.counts`, or on a
+backend without them the recallable count and latest `updated_at`); when it moved, the rows
+updated since the last refresh are re-read (adds, sightings, edits, status changes all bump
+`updated_at`), and a count that still disagrees (a row deleted, e.g. a merge undone) rebuilds
+the scope. A write that restores an older `updated_at` (a merge's undo, `import --replace` of
+an older export) while the count comes out even (another lesson left the scope meanwhile)
+is missed until the next rebuild. The postings only propose and rank candidates: recall
+checks every one against SQL again, and finds lessons by meaning without them.
 
-The same refresh keeps each recallable lesson's own error type, so recall's searches among
-the recallable lessons (`LexicalIndex.recallable`: when lessons it may not return crowd the
-vector pool, or none of the gate's types is among the candidates) name ids without reading
-a whole scope from SQL: at 100k lessons in one scope that read took 250-350 ms a recall.
+Which lessons of a scope are recallable, by error type (`LexicalIndex.recallable`: recall's
+searches when lessons it may not return crowd the vector pool, or none of the gate's types
+is among its candidates), is read whole from SQL, but only when the scope's counters moved
+since the last read: these searches must not miss a lesson, and at 100k lessons in one scope
+that read took 250-350 ms, a recall's whole budget several times over.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import case, func
-from sqlalchemy import select as columns  # sqlmodel's select takes at most 4
 from sqlmodel import Session, col, select
 
 from memory import counts
@@ -37,35 +40,23 @@ from memory.types import ACTIVE
 
 
 class _Kinds:
-    """A scope's recallable lessons by their own error type, in the order they came."""
+    """A scope's recallable lessons by their own error type, as SQL held them at `mark`."""
 
-    def __init__(self) -> None:
-        self._type: dict[str, str] = {}
-        self._by_type: dict[str, dict[str, None]] = {}
-
-    def put(self, doc_id: str, error_type: str) -> None:
-        if self._type.get(doc_id) == error_type:
-            return
-        self.remove(doc_id)
-        self._type[doc_id] = error_type
-        self._by_type.setdefault(error_type, {})[doc_id] = None
-
-    def remove(self, doc_id: str) -> None:
-        error_type = self._type.pop(doc_id, None)
-        if error_type is not None:
-            del self._by_type[error_type][doc_id]
+    def __init__(self, mark: counts.Counts, rows: Iterable[tuple[str, str]]) -> None:
+        self.mark = mark
+        self._by_type: dict[str, list[str]] = {}
+        for lesson_id, error_type in rows:
+            self._by_type.setdefault(error_type, []).append(lesson_id)
 
     def ids(self, error_types: Sequence[str] = ()) -> list[str]:
         """Every one (no types given), or those of `error_types`."""
-        if not error_types:
-            return list(self._type)
-        return [i for t in dict.fromkeys(error_types) for i in self._by_type.get(t, ())]
+        wanted = dict.fromkeys(error_types) if error_types else self._by_type
+        return [i for t in wanted for i in self._by_type.get(t, ())]
 
 
 @dataclass
 class _Scope:
     bm25: BM25 = field(default_factory=BM25)
-    kinds: _Kinds = field(default_factory=_Kinds)
     mark: tuple[object, ...] = ()  # what SQL looked like at the last refresh
     latest: datetime | None = None
 
@@ -95,6 +86,7 @@ class LexicalIndex:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._scopes: dict[str, _Scope] = {}
+        self._kinds: dict[str, _Kinds] = {}
         self._lock = threading.Lock()  # one refresh-and-score at a time
 
     def search(self, query: str, scopes: Sequence[str]) -> BM25Scores:
@@ -119,16 +111,33 @@ class LexicalIndex:
         self, scopes: Sequence[str], error_types: Sequence[str] = ()
     ) -> dict[str, list[str]]:
         """The recallable lessons of `scopes` (of their own type one of `error_types`, if
-        any), by scope: what recall names to the vector index, which holds no status. From
-        the postings' refresh, so no read of a whole scope: at 100k lessons that read cost
-        more than a whole recall may take."""
-        unique = list(dict.fromkeys(scopes))
-        with self._lock:
-            found = {
-                scope: state.kinds.ids(error_types)
-                for scope, state in zip(unique, self._fresh(unique), strict=True)
-            }
-        return {scope: ids for scope, ids in found.items() if ids}
+        any), by scope: what recall names to the vector index, which holds no status.
+
+        Read whole from SQL, as it is at this call, only when the scope's counters moved
+        since the last read (any process's insert, delete, or change of status, type, scope
+        or text moves them): at 100k lessons in one scope the read costs more than a whole
+        recall may take. A backend without counters is read every time."""
+        found: dict[str, list[str]] = {}
+        with self._db.read() as session, self._lock:
+            for scope in dict.fromkeys(scopes):
+                try:
+                    mark: counts.Counts | None = counts.read(session, scope)
+                except counts.CountsUnavailable:
+                    mark = None
+                kinds = self._kinds.get(scope)
+                if mark is None or kinds is None or kinds.mark != mark:
+                    # The counters first: rows read after them are at least as new.
+                    rows = session.exec(
+                        select(LessonRow.id, LessonRow.error_type).where(
+                            LessonRow.scope == scope, col(LessonRow.status).in_(ACTIVE)
+                        )
+                    )
+                    kinds = _Kinds(mark or counts.Counts(0, 0, 0), rows)
+                    if mark is not None:
+                        self._kinds[scope] = kinds
+                if ids := kinds.ids(error_types):
+                    found[scope] = ids
+        return found
 
     def _fresh(self, scopes: list[str]) -> list[_Scope]:
         """The state of `scopes`, refreshed where SQL moved (`memory.counts` says so)."""
@@ -148,27 +157,20 @@ class LexicalIndex:
 
     @staticmethod
     def _refresh(session: Session, scope: str, state: _Scope, count: int) -> None:
-        rows = columns(
-            col(LessonRow.id),
-            col(LessonRow.symptom),
-            col(LessonRow.root_cause),
-            col(LessonRow.status),
-            col(LessonRow.error_type),
-        ).where(col(LessonRow.scope) == scope)
+        rows = select(LessonRow.id, LessonRow.symptom, LessonRow.root_cause, LessonRow.status)
+        rows = rows.where(LessonRow.scope == scope)
         if state.latest is not None:
             # >=: rows written in the same instant as the last refresh are read again.
             since = rows.where(col(LessonRow.updated_at) >= state.latest)
-            _apply(state, session.execute(since))
+            _apply(state.bm25, session.exec(since).all())
         if len(state.bm25) != count:  # first use, or a row left the scope or was deleted
-            state.bm25, state.kinds = BM25(), _Kinds()
-            _apply(state, session.execute(rows))
+            state.bm25 = BM25()
+            _apply(state.bm25, session.exec(rows).all())
 
 
-def _apply(state: _Scope, rows: Iterable[tuple[str, str, str, str, str]]) -> None:
-    for lesson_id, symptom, root_cause, status, error_type in rows:
+def _apply(bm25: BM25, rows: Iterable[tuple[str, str, str, str]]) -> None:
+    for lesson_id, symptom, root_cause, status in rows:
         if status in ACTIVE:
-            state.bm25.put(lesson_id, index_text(symptom, root_cause))
-            state.kinds.put(lesson_id, error_type)
+            bm25.put(lesson_id, index_text(symptom, root_cause))
         else:
-            state.bm25.remove(lesson_id)
-            state.kinds.remove(lesson_id)
+            bm25.remove(lesson_id)

@@ -83,8 +83,8 @@ def _distinct(db: Database, column: Any) -> list[str]:
         return list(session.exec(select(column).distinct().order_by(column)).all())
 
 
-# Ids per `IN (...)` list: SQLite binds at most 32,766 parameters, PostgreSQL 65,535.
-_IN_LIST = 10_000
+# Ids per `IN (...)` list: an older SQLite binds at most 999 parameters a statement.
+_IN_LIST = 900
 
 
 def canonicals_of(

@@ -307,8 +307,8 @@ def _gather(search: _Search, pool: int, limit: int) -> list[_Candidate]:
     saturated = len(hits) >= pool and hits[-1].similarity >= search.cut
     if len(found) < limit and saturated:
         # Merged/deprecated lessons crowded the pool: search among the recallable lessons
-        # SQL names (the index holds no status; slower, so only when the fast path came up
-        # short).
+        # SQL names (the index holds no status; read again only when SQL moved, and slower,
+        # so only when the fast path came up short).
         hits = search.nearest(pool, search.recallable())
         found = search.candidates([c.lesson.id for c in found] + [h.lesson_id for h in hits])
     types = search.types

@@ -9,6 +9,7 @@ PostgreSQL + a Chroma server.
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from test_memory_merges import draft, plan
 
 from memory import HashEmbedder, LessonDraft, LessonFilter, Memory, counts, faults, queries
 from memory.db import Database, sql_url
+from memory.export import export_lessons, import_lessons
 from memory.migrate import SCHEMA_VERSION, VERSION_KEY
 from memory.wiring import locations
 
@@ -211,6 +213,32 @@ def test_the_recallable_lessons_by_type_follow_another_writer(
     assert _recallable(b, "ValueError") == {record.canonical_id}
     a.undo_merge(record.id)  # the members come back with their old timestamps
     assert warm in _recallable(b, "ValueError") and record.canonical_id not in _recallable(b)
+
+
+def test_the_recallable_lessons_follow_writes_that_restore_older_timestamps(
+    pair: tuple[Memory, Memory],
+) -> None:
+    # An undo puts the members back with their old `updated_at`, and a re-import restores an
+    # older export's type under the export's timestamp: a refresh by "rows updated since"
+    # misses both when the scope's count comes out even. These searches must not miss a
+    # lesson: recall re-checks only the ids they name.
+    a, b = pair
+    one, two, other = (a.add(draft(n)).lesson for n in (40, 41, 42))
+    assert one is not None and two is not None and other is not None
+    record = a.apply_merge(plan([one, two]))
+    assert record is not None
+    assert _recallable(b, "ValueError") == {record.canonical_id, other.id}
+    a.undo_merge(record.id)
+    a.update(other.id, scope="elsewhere")  # the count of "default" is back where it was
+    assert b._lexical.recallable(["default"], ["ValueError"]) == {"default": [one.id, two.id]}
+    exported = io.StringIO()
+    export_lessons(a, exported)  # `one` as a ValueError
+    a.update(one.id, error_type="KeyError")
+    assert _recallable(b, "KeyError") == {one.id}
+    report = import_lessons(a, exported.getvalue().splitlines(), replace=True)
+    assert one.id in report.replaced
+    assert _recallable(b, "ValueError") == {one.id, two.id, other.id}
+    assert _recallable(b, "KeyError") == set()
 
 
 def test_a_version_3_store_gets_counters_and_triggers_on_open(tmp_path: Path) -> None:
