@@ -7,6 +7,8 @@ import typing
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent.feedback import Feedback, FeedbackKind
 from memory import HashEmbedder, LessonDraft, LessonQuery, Memory, matchtext
@@ -222,3 +224,58 @@ def test_a_location_is_still_taken_out_wherever_its_run_begins() -> None:
     assert match_text("KeyError at /tmp/x/solution.py:8 in main") == "KeyError in main"
     assert match_text("bad value, line 3 (char 9) here") == "bad value here"
     assert match_text("x" * 30_000 + " solution.py:1") == "x" * 30_000
+
+
+_PIECES = (
+    'File "/w/solution.py", line 12, in main',
+    "FILE '/w/x.py'",
+    'File "<stdin>", line 1',
+    "at solution.PY:8:3",
+    "x.pyw:2",
+    "LINE 4, col 9",
+    "line 3 (char 17)",
+    "lıne 5",
+    'Fıle "a", line 2',
+    "ſolution.py:3",
+    "( , )",
+    "()",
+    "ValueError: ",
+    "could not convert",
+    "'$1,299.99'",
+    "\n",
+    " ",
+    "é",
+)
+
+
+@given(st.lists(st.sampled_from(_PIECES) | st.text(max_size=6), max_size=12))
+@settings(max_examples=400, deadline=None)
+def test_the_fast_path_skips_a_pattern_only_where_it_cannot_match(parts: list[str]) -> None:
+    # match_text skips the location patterns for an ASCII text without '.py', 'file' or
+    # 'line', and the empty-parentheses one without '(': each skip must be one the pattern
+    # itself would have made (a match found where the text was skipped would change what
+    # recall compares).
+    text = "".join(parts)
+    lowered = text.lower()
+    if text.isascii() and ".py" not in lowered and "file" not in lowered:
+        assert matchtext._AT_LOCATION.search(text) is None
+    if text.isascii() and "line" not in lowered:
+        assert matchtext._LINE_NO.search(text) is None
+    if "(" not in text:
+        assert matchtext._EMPTY_PARENS.search(text) is None
+    # ... and the output is what every pattern applied in turn gives.
+    assert match_text(text) == _every_pattern(text)
+
+
+def _every_pattern(text: str) -> str:
+    lines = [line for line in text.splitlines() if not matchtext._DROP_LINE.match(line)]
+    out = matchtext._LABEL.sub("", "\n".join(lines))
+    out = matchtext._INLINE_LABEL.sub("(", out)
+    out = matchtext._KIND_HEADER.sub(matchtext._drop_kind_header, out)
+    out = matchtext._EXC_PREFIX.sub(matchtext._drop_exception_prefix, out)
+    out = matchtext._AT_LOCATION.sub("", out)
+    out = matchtext._LINE_NO.sub("", out)
+    out = matchtext._EMPTY_PARENS.sub("", matchtext.drop_readings(out))
+    cleaned = [matchtext._SPACES.sub(" ", line).strip() for line in out.splitlines()]
+    result = "\n".join(line for line in cleaned if line)
+    return result if result.strip() else text
