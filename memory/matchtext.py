@@ -138,6 +138,11 @@ def drop_readings(text: str) -> str:
     return _READING.sub("", text)
 
 
+def _holds(text: str, *words: str) -> bool:
+    lowered = text.lower()
+    return any(word in lowered for word in words)
+
+
 def match_text(text: str) -> str:
     """`text` without the structural words lesson symptoms and recall queries share.
 
@@ -153,10 +158,11 @@ def match_text(text: str) -> str:
     # here: 100k at a process's first recall), so an ASCII text without the words they need
     # skips them. (Not ASCII: IGNORECASE also matches 'ı', 'İ', 'ſ' and the Kelvin sign to
     # ASCII letters, which `lower()` does not.)
-    lowered = out.lower() if out.isascii() else None
-    if lowered is None or ".py" in lowered or "file" in lowered:
+    # Each checked on the text as it is then: a location taken out can join "li" and "ne".
+    every = not out.isascii()
+    if every or _holds(out, ".py", "file"):
         out = _AT_LOCATION.sub("", out)
-    if lowered is None or "line" in lowered:
+    if every or _holds(out, "line"):
         out = _LINE_NO.sub("", out)
     out = drop_readings(out)
     if "(" in out:

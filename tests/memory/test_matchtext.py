@@ -237,6 +237,8 @@ _PIECES = (
     "lıne 5",
     'Fıle "a", line 2',
     "ſolution.py:3",
+    "li",
+    "ne 4",
     "( , )",
     "()",
     "ValueError: ",
@@ -264,6 +266,11 @@ def test_the_fast_path_skips_a_pattern_only_where_it_cannot_match(parts: list[st
     if "(" not in text:
         assert matchtext._EMPTY_PARENS.search(text) is None
     # ... and the output is what every pattern applied in turn gives.
+    assert match_text(text) == _every_pattern(text)
+
+
+@pytest.mark.parametrize("text", ["error li a.py:3ne 4 here", 'bad li File "x"ne 7 value'])
+def test_a_location_taken_out_can_make_the_word_line(text: str) -> None:
     assert match_text(text) == _every_pattern(text)
 
 
