@@ -129,22 +129,23 @@ def read(session: Session, scope: str, error_types: Sequence[str] | None = None)
     return Counts(int(generation), int(recallable), int(unmerged))
 
 
-def read_each(session: Session, scope: str, error_types: Sequence[str]) -> dict[str, Counts]:
+def read_each(session: Session, scope: str, error_types: Sequence[str] | None) -> dict[str, Counts]:
     """The counters of each of `error_types` in `scope` in one read (zeros for a pair
-    without lessons)."""
+    without lessons); None: of every error type the scope has had."""
     if session.get_bind().dialect.name not in ("sqlite", "postgresql"):
         raise CountsUnavailable(session.get_bind().dialect.name)
-    found = dict.fromkeys(error_types, Counts(0, 0, 0))
-    if not error_types:
+    found = dict.fromkeys(error_types or (), Counts(0, 0, 0))
+    if error_types is not None and not error_types:
         return found
-    names = [f"t{i}" for i in range(len(error_types))]
-    rows = session.execute(
-        text(
-            "SELECT error_type, generation, recallable, unmerged FROM lesson_counts "
-            f"WHERE scope = :scope AND error_type IN ({', '.join(':' + n for n in names)})"
-        ),
-        {"scope": scope, **dict(zip(names, error_types, strict=True))},
-    ).all()
+    sql = "SELECT error_type, generation, recallable, unmerged FROM lesson_counts "
+    params: dict[str, object] = {"scope": scope}
+    if error_types is None:
+        sql += "WHERE scope = :scope"
+    else:
+        names = [f"t{i}" for i in range(len(error_types))]
+        sql += f"WHERE scope = :scope AND error_type IN ({', '.join(':' + n for n in names)})"
+        params.update(zip(names, error_types, strict=True))
+    rows = session.execute(text(sql), params).all()
     for error_type, generation, recallable, unmerged in rows:
         found[error_type] = Counts(int(generation), int(recallable), int(unmerged))
     return found

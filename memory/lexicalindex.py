@@ -15,9 +15,9 @@ checks every one against SQL again, and finds lessons by meaning without them.
 
 Which lessons of a scope are recallable, by error type (`LexicalIndex.recallable`: recall's
 searches when lessons it may not return crowd the vector pool, or none of the gate's types
-is among its candidates), is read whole from SQL, but only when the scope's counters moved
-since the last read: these searches must not miss a lesson, and at 100k lessons in one scope
-that read took 250-350 ms, a recall's whole budget several times over.
+is among its candidates), is read from SQL per (scope, error type), again only for the pairs
+whose counters moved since the last read: these searches must not miss a lesson, and at
+100k lessons in one scope reading them all took 230-350 ms, a recall's budget several times.
 """
 
 from __future__ import annotations
@@ -37,21 +37,6 @@ from memory.lexical import BM25, BM25Scores
 from memory.matchtext import match_text
 from memory.schema import LessonRow
 from memory.types import ACTIVE
-
-
-class _Kinds:
-    """A scope's recallable lessons by their own error type, as SQL held them at `mark`."""
-
-    def __init__(self, mark: counts.Counts, rows: Iterable[tuple[str, str]]) -> None:
-        self.mark = mark
-        self._by_type: dict[str, list[str]] = {}
-        for lesson_id, error_type in rows:
-            self._by_type.setdefault(error_type, []).append(lesson_id)
-
-    def ids(self, error_types: Sequence[str] = ()) -> list[str]:
-        """Every one (no types given), or those of `error_types`."""
-        wanted = dict.fromkeys(error_types) if error_types else self._by_type
-        return [i for t in wanted for i in self._by_type.get(t, ())]
 
 
 @dataclass
@@ -86,7 +71,8 @@ class LexicalIndex:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._scopes: dict[str, _Scope] = {}
-        self._kinds: dict[str, _Kinds] = {}
+        # (scope, error type) -> (its counters' generation, its recallable lessons' ids)
+        self._kinds: dict[tuple[str, str], tuple[int, list[str]]] = {}
         self._lock = threading.Lock()  # one refresh-and-score at a time
 
     def search(self, query: str, scopes: Sequence[str]) -> BM25Scores:
@@ -113,31 +99,45 @@ class LexicalIndex:
         """The recallable lessons of `scopes` (of their own type one of `error_types`, if
         any), by scope: what recall names to the vector index, which holds no status.
 
-        Read whole from SQL, as it is at this call, only when the scope's counters moved
-        since the last read (any process's insert, delete, or change of status, type, scope
-        or text moves them): at 100k lessons in one scope the read costs more than a whole
-        recall may take. A backend without counters is read every time."""
+        Kept per (scope, error type), and read again from SQL, as it is at this call, only
+        for the pairs whose counters moved since the last read (any process's insert,
+        delete, or change of status, type, scope or text moves them): at 100k lessons in one
+        scope a whole read costs more than a whole recall may take. A backend without
+        counters is read every time."""
         found: dict[str, list[str]] = {}
         with self._db.read() as session, self._lock:
             for scope in dict.fromkeys(scopes):
-                try:
-                    mark: counts.Counts | None = counts.read(session, scope)
-                except counts.CountsUnavailable:
-                    mark = None
-                kinds = self._kinds.get(scope)
-                if mark is None or kinds is None or kinds.mark != mark:
-                    # The counters first: rows read after them are at least as new.
-                    rows = session.exec(
-                        select(LessonRow.id, LessonRow.error_type).where(
-                            LessonRow.scope == scope, col(LessonRow.status).in_(ACTIVE)
-                        )
-                    )
-                    kinds = _Kinds(mark or counts.Counts(0, 0, 0), rows)
-                    if mark is not None:
-                        self._kinds[scope] = kinds
-                if ids := kinds.ids(error_types):
+                ids = self._recallable_in(session, scope, list(error_types) or None)
+                if ids:
                     found[scope] = ids
         return found
+
+    def _recallable_in(
+        self, session: Session, scope: str, error_types: list[str] | None
+    ) -> list[str]:
+        rows = select(LessonRow.id, LessonRow.error_type).where(
+            LessonRow.scope == scope, col(LessonRow.status).in_(ACTIVE)
+        )
+        try:
+            marks = counts.read_each(session, scope, error_types)
+        except counts.CountsUnavailable:
+            if error_types is not None:
+                rows = rows.where(col(LessonRow.error_type).in_(error_types))
+            return [lesson_id for lesson_id, _ in session.exec(rows)]
+        wanted = [t for t, mark in marks.items() if mark.recallable]
+        stale = [
+            t for t in wanted if self._kinds.get((scope, t), (None,))[0] != marks[t].generation
+        ]
+        if stale:
+            # The counters first: rows read after them are at least as new.
+            read: dict[str, list[str]] = {t: [] for t in stale}
+            for lesson_id, error_type in session.exec(
+                rows.where(col(LessonRow.error_type).in_(stale))
+            ):
+                read[error_type].append(lesson_id)
+            for error_type, ids in read.items():
+                self._kinds[(scope, error_type)] = (marks[error_type].generation, ids)
+        return [i for t in wanted for i in self._kinds[(scope, t)][1]]
 
     def _fresh(self, scopes: list[str]) -> list[_Scope]:
         """The state of `scopes`, refreshed where SQL moved (`memory.counts` says so)."""
