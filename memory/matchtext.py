@@ -155,10 +155,9 @@ def match_text(text: str) -> str:
     out = _KIND_HEADER.sub(_drop_kind_header, out)
     out = _EXC_PREFIX.sub(_drop_exception_prefix, out)
     # The two location patterns cost 60 % of the whole (BM25 indexes every lesson through
-    # here: 100k at a process's first recall), so an ASCII text without the words they need
-    # skips them. (Not ASCII: IGNORECASE also matches 'ı', 'İ', 'ſ' and the Kelvin sign to
-    # ASCII letters, which `lower()` does not.)
-    # Each checked on the text as it is then: a location taken out can join "li" and "ne".
+    # here: 100k at a process's first recall), so an ASCII text without the words they need,
+    # as it is by then, skips them (taking a location out can join "li" and "ne"). Not ASCII:
+    # IGNORECASE also matches 'ı', 'İ', 'ſ' and the Kelvin sign to ASCII letters.
     every = not out.isascii()
     if every or _holds(out, ".py", "file"):
         out = _AT_LOCATION.sub("", out)

@@ -83,10 +83,6 @@ def _distinct(db: Database, column: Any) -> list[str]:
         return list(session.exec(select(column).distinct().order_by(column)).all())
 
 
-# Ids per `IN (...)` list: an older SQLite binds at most 999 parameters a statement.
-_IN_LIST = 900
-
-
 def canonicals_of(
     db: Database, scopes: Sequence[str], error_types: Sequence[str]
 ) -> dict[str, list[str]]:
@@ -111,10 +107,10 @@ def canonicals_of(
             .distinct()
         ).all()
         ids = list(merged_into)
-        for start in range(0, len(ids), _IN_LIST):  # a bound parameter per id
+        for start in range(0, len(ids), _SQL_CHUNK):  # a bound parameter per id
             rows = session.execute(
                 select(LessonRow.scope, LessonRow.id).where(
-                    col(LessonRow.id).in_(ids[start : start + _IN_LIST]),
+                    col(LessonRow.id).in_(ids[start : start + _SQL_CHUNK]),
                     col(LessonRow.scope).in_(list(scopes)),
                     col(LessonRow.status).in_(list(ACTIVE)),
                 )
