@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,22 @@ def _warm(memory: Memory) -> None:
     # Fill both caches of this instance: a dedup pool (an add) and the postings (a search).
     memory.add(draft(500))
     memory.bm25_scores("alpha500", ["default"])
+
+
+@contextmanager
+def _statements(memory: Memory) -> Iterator[list[tuple[str, object]]]:
+    """The SQL statements (and their parameters) `memory` runs inside the block."""
+    ran: list[tuple[str, object]] = []
+
+    def keep(conn: object, cursor: object, sql: str, params: object, *_: object) -> None:
+        ran.append((sql, params))
+
+    engine = memory._db.engine
+    event.listen(engine, "before_cursor_execute", keep)
+    try:
+        yield ran
+    finally:
+        event.remove(engine, "before_cursor_execute", keep)
 
 
 def _moved(d: LessonDraft, scope: str) -> LessonDraft:
@@ -116,21 +133,12 @@ def test_a_bulk_write_puts_its_rows_in_its_pool_without_reading_them(
     a, _ = pair
     _warm(a)
     a.add_many([draft(n) for n in range(20, 30)])
-    reads: list[str] = []
-
-    def note(conn: object, cursor: object, statement: str, *args: object) -> None:
-        # The pool's reads: dedup vectors of one (scope, error type), not rows by id.
-        if "dedup_vector" in statement and "lessons.error_type = " in statement:
-            reads.append(statement)
-
-    engine = a._db.engine
-    event.listen(engine, "before_cursor_execute", note)
-    try:
+    with _statements(a) as ran:
         repeat = a.add_many([draft(n) for n in range(20, 30)])
-    finally:
-        event.remove(engine, "before_cursor_execute", note)
     assert [r.action for r in repeat] == ["merged_duplicate"] * 10
-    assert reads == []  # the pool already held them: no vector was read back from SQL
+    # The pool's reads (dedup vectors of one scope and error type, not rows by id): none,
+    # the pool already held them.
+    assert not [s for s, _ in ran if "dedup_vector" in s and "lessons.error_type = " in s]
 
 
 def test_a_rolled_back_bulk_write_leaves_nothing_in_the_pool(
@@ -224,21 +232,11 @@ def test_only_the_error_types_that_moved_are_read_again(pair: tuple[Memory, Memo
     assert len(_recallable(b)) == 3  # b has read every type
     added = a.add(draft(53, error_type="KeyError")).lesson
     assert added is not None
-    asked: list[object] = []
-
-    def keep(conn: object, cursor: object, sql: str, params: object, *_: object) -> None:
-        if "FROM lessons" in sql:
-            asked.append(params)
-
-    engine = b._db.engine
-    event.listen(engine, "before_cursor_execute", keep)
-    try:
+    with _statements(b) as ran:
         assert added.id in _recallable(b) and len(_recallable(b)) == 4
         assert len(_recallable(b, "ValueError", "KeyError")) == 3
-    finally:
-        event.remove(engine, "before_cursor_execute", keep)
     # One read of the lessons, for the type that moved, in each scope that has lessons.
-    [params] = asked
+    [params] = [p for sql, p in ran if "FROM lessons" in sql]
     values = list(params.values()) if isinstance(params, dict) else list(params)
     assert "KeyError" in values and "ValueError" not in values and "IndexError" not in values
 
@@ -335,21 +333,12 @@ def test_a_version_5_store_gets_the_merged_members_index_and_the_typed_search_us
         engine.dispose()
     with Memory.open(str(store), embedder=HashEmbedder()) as memory:
         assert memory.schema_version() == SCHEMA_VERSION
-        asked: list[tuple[str, object]] = []
-
-        def keep(conn: object, cursor: object, sql: str, params: object, *_: object) -> None:
-            asked.append((sql, params))
-
-        engine = memory._db.engine
-        event.listen(engine, "before_cursor_execute", keep)
-        try:
+        with _statements(memory) as ran:
             found = queries.canonicals_of(memory._db, ["default"], ["ValueError"])
-        finally:
-            event.remove(engine, "before_cursor_execute", keep)
         assert found == {"default": [record.canonical_id]}
         assert queries.canonicals_of(memory._db, ["default"], ["KeyError"]) == {}
-        [(sql, params)] = [(s, p) for s, p in asked if "merged_into" in s]
-        with engine.connect() as conn:
+        [(sql, params)] = [(s, p) for s, p in ran if "merged_into" in s]
+        with memory._db.engine.connect() as conn:
             plan_rows = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params).all()
         members = [row[-1] for row in plan_rows if "merged_into>?" in row[-1]]
         assert members and all("COVERING INDEX ix_lessons_scope_type_merged" in m for m in members)
